@@ -1,0 +1,382 @@
+/* codec.c - V2 (and V1) HdrHistogram payloads: encode, compress, decode.
+ *
+ * Encoding walks the counts from index 0 to the index of the maximum and
+ * writes each as a ZigZag LEB128-64b9B word, folding a run of k >= 2 zeros
+ * into the single word -k (a lone zero stays 0, as Java writes it). The inner
+ * buffer's header records the payload length exactly, so a decoder can tell a
+ * truncated stream from a complete one.
+ *
+ * Decoding is the only place bytes from other programs enter a histogram, so
+ * it checks everything before use: cookies, the zlib length against the input,
+ * the inflated size against the declared payload length, the layout (S, L, H)
+ * against the histogram limits, and every count and zero run against the
+ * counts length. Any failure leaves a static sentence in *why.
+ */
+#include "tailbus/codec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define COOKIE_BASE(c) ((c) & ~UINT32_C(0xf0))
+#define V0_INNER_BASE 0x1c849308u
+#define V0_COMPRESSED_BASE 0x1c849309u
+#define V1_INNER_BASE 0x1c849301u
+#define V1_COMPRESSED_BASE 0x1c849302u
+#define V2_INNER_BASE 0x1c849303u
+#define V2_COMPRESSED_BASE 0x1c849304u
+/* LEB128-64b9B: the first eight bytes carry 7 bits each, the ninth 8. */
+#define LEB_SEVEN_BIT_BYTES 8
+
+/* ---- big-endian helpers ---- */
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+/* ---- ZigZag LEB128-64b9B ---- */
+
+static size_t put_zigzag(uint8_t *p, int64_t value)
+{
+	uint64_t v = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+	size_t n = 0;
+	while (n < LEB_SEVEN_BIT_BYTES) {
+		if ((v >> 7) == 0) {
+			p[n++] = (uint8_t)v;
+			return n;
+		}
+		p[n++] = (uint8_t)((v & 0x7f) | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v; /* ninth byte: all eight remaining bits */
+	return n;
+}
+
+/* Returns bytes consumed, or 0 when the word is truncated. */
+static size_t get_zigzag(const uint8_t *p, size_t avail, int64_t *out)
+{
+	uint64_t v = 0;
+	size_t n = 0;
+	for (;;) {
+		if (n >= avail)
+			return 0;
+		uint8_t b = p[n];
+		if (n == LEB_SEVEN_BIT_BYTES) {
+			v |= (uint64_t)b << (7 * LEB_SEVEN_BIT_BYTES);
+			n++;
+			break;
+		}
+		v |= (uint64_t)(b & 0x7f) << (7 * n);
+		n++;
+		if (!(b & 0x80))
+			break;
+	}
+	*out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+	return n;
+}
+
+/* ---- encoding ---- */
+
+static int32_t encoded_counts_len(const tb_hist *h)
+{
+	return tb_hist_index_of(h, h->max_raw) + 1;
+}
+
+size_t tb_v2_inner_bound(const tb_hist *h)
+{
+	return TB_V2_HEADER_SIZE + (size_t)TB_V2_MAX_WORD_SIZE * (size_t)h->counts_len;
+}
+
+size_t tb_v2_frame_bound(const tb_hist *h)
+{
+	return TB_V2_FRAME_HEADER_SIZE + compressBound((uLong)tb_v2_inner_bound(h));
+}
+
+static void put_header(const tb_hist *h, uint8_t *buf, uint32_t payload_len)
+{
+	uint64_t ratio_bits;
+	memcpy(&ratio_bits, &h->conversion_ratio, sizeof(ratio_bits));
+	put_be32(buf, TB_V2_ENCODING_COOKIE);
+	put_be32(buf + 4, payload_len);
+	put_be32(buf + 8, 0); /* normalizing index offset: always 0 */
+	put_be32(buf + 12, (uint32_t)h->sig_digits);
+	put_be64(buf + 16, (uint64_t)h->lowest);
+	put_be64(buf + 24, (uint64_t)h->highest);
+	put_be64(buf + 32, ratio_bits);
+}
+
+int tb_v2_encode_inner(const tb_hist *h, uint8_t *buf, size_t cap, size_t *len)
+{
+	int32_t limit = encoded_counts_len(h);
+	if (cap < TB_V2_HEADER_SIZE + (size_t)TB_V2_MAX_WORD_SIZE * (size_t)limit)
+		return -ENOSPC;
+	size_t o = TB_V2_HEADER_SIZE;
+	for (int32_t i = 0; i < limit;) {
+		int64_t count = h->counts[i++];
+		int64_t zeros = 0;
+		if (count == 0) {
+			zeros = 1;
+			while (i < limit && h->counts[i] == 0) {
+				zeros++;
+				i++;
+			}
+		}
+		o += put_zigzag(buf + o, zeros > 1 ? -zeros : count);
+	}
+	put_header(h, buf, (uint32_t)(o - TB_V2_HEADER_SIZE));
+	*len = o;
+	return 0;
+}
+
+int tb_v2_compress(const uint8_t *inner, size_t inner_len, int level,
+		   uint8_t *frame, size_t cap, size_t *len)
+{
+	if (cap < TB_V2_FRAME_HEADER_SIZE)
+		return -ENOSPC;
+	uLongf zlen = (uLongf)(cap - TB_V2_FRAME_HEADER_SIZE);
+	int zrc = compress2(frame + TB_V2_FRAME_HEADER_SIZE, &zlen, inner, (uLong)inner_len, level);
+	if (zrc == Z_BUF_ERROR)
+		return -ENOSPC;
+	if (zrc != Z_OK)
+		return -EIO;
+	put_be32(frame, TB_V2_COMPRESSED_COOKIE);
+	put_be32(frame + 4, (uint32_t)zlen);
+	*len = TB_V2_FRAME_HEADER_SIZE + zlen;
+	return 0;
+}
+
+int tb_v2_encode_base64(const tb_hist *h, int level, char *out, size_t cap, size_t *len,
+			uint8_t *scratch, size_t scratch_cap)
+{
+	size_t inner_cap = tb_v2_inner_bound(h);
+	if (scratch_cap < inner_cap + tb_v2_frame_bound(h))
+		return -ENOSPC;
+	uint8_t *inner = scratch, *frame = scratch + inner_cap;
+	size_t inner_len, frame_len;
+	int rc = tb_v2_encode_inner(h, inner, inner_cap, &inner_len);
+	if (rc == 0)
+		rc = tb_v2_compress(inner, inner_len, level, frame, scratch_cap - inner_cap, &frame_len);
+	if (rc == 0)
+		rc = tb_base64_encode(frame, frame_len, out, cap, len);
+	return rc;
+}
+
+/* ---- decoding ---- */
+
+static int fail(const char **why, const char *sentence, int rc)
+{
+	if (why)
+		*why = sentence;
+	return rc;
+}
+
+/* Make `out` an empty histogram of the given layout, reusing its counts. */
+static int prepare(tb_hist *out, int64_t lowest, int64_t highest, int sig_digits)
+{
+	if (out->counts && out->lowest == lowest && out->highest == highest &&
+	    out->sig_digits == sig_digits) {
+		tb_hist_reset(out);
+		return 0;
+	}
+	tb_hist_free(out);
+	return tb_hist_init(out, lowest, highest, sig_digits);
+}
+
+static int decode_v2_counts(const uint8_t *p, size_t n, tb_hist *h, const char **why)
+{
+	int64_t index = 0;
+	for (size_t pos = 0; pos < n;) {
+		int64_t v;
+		size_t used = get_zigzag(p + pos, n - pos, &v);
+		if (used == 0)
+			return fail(why, "counts: truncated LEB128 word", -EINVAL);
+		pos += used;
+		if (v < 0) {
+			if (v < -(int64_t)h->counts_len || index - v > h->counts_len)
+				return fail(why, "counts: zero run past the counts length", -EINVAL);
+			index -= v;
+			continue;
+		}
+		if (index >= h->counts_len)
+			return fail(why, "counts: count past the counts length", -EINVAL);
+		tb_hist_set_count_at_index(h, (int32_t)index++, v);
+	}
+	return 0;
+}
+
+static int decode_fixed_counts(const uint8_t *p, size_t n, size_t word, tb_hist *h,
+			       const char **why)
+{
+	if (n % word != 0)
+		return fail(why, "counts: payload length is not a whole number of words", -EINVAL);
+	if (n / word > (size_t)h->counts_len)
+		return fail(why, "counts: more words than the counts length", -EINVAL);
+	for (size_t i = 0; i < n / word; i++) {
+		const uint8_t *w = p + i * word;
+		int64_t c = word == 8 ? (int64_t)get_be64(w)
+			  : word == 4 ? (int32_t)get_be32(w)
+				      : (int16_t)((uint16_t)w[0] << 8 | w[1]);
+		if (c < 0)
+			return fail(why, "counts: negative count", -EINVAL);
+		tb_hist_set_count_at_index(h, (int32_t)i, c);
+	}
+	return 0;
+}
+
+/* V1 word size comes from the cookie's size nibble (2, 4 or 8 bytes). */
+static size_t v1_word_size(uint32_t cookie)
+{
+	return ((cookie & 0xf0) >> 4) & 0xe;
+}
+
+int tb_v2_decode_inner(const uint8_t *buf, size_t len, tb_hist *out, const char **why)
+{
+	if (len < TB_V2_HEADER_SIZE)
+		return fail(why, "header: shorter than 40 bytes", -EINVAL);
+	uint32_t cookie = get_be32(buf);
+	uint32_t base = COOKIE_BASE(cookie);
+	if (base == V0_INNER_BASE)
+		return fail(why, "cookie: V0 encoding is not supported", -ENOTSUP);
+	if (base != V2_INNER_BASE && base != V1_INNER_BASE)
+		return fail(why, "cookie: not an HdrHistogram encoding cookie", -EINVAL);
+	uint32_t payload_len = get_be32(buf + 4);
+	if (get_be32(buf + 8) != 0)
+		return fail(why, "normalizing index offset: non-zero offsets are not supported", -ENOTSUP);
+	int32_t sig = (int32_t)get_be32(buf + 12);
+	int64_t lowest = (int64_t)get_be64(buf + 16);
+	int64_t highest = (int64_t)get_be64(buf + 24);
+	uint64_t ratio_bits = get_be64(buf + 32);
+	if (payload_len != len - TB_V2_HEADER_SIZE)
+		return fail(why, "payload length: does not match the bytes present", -EINVAL);
+	if (tb_hist_counts_len(lowest, highest, sig) < 0)
+		return fail(why, "layout: significant digits, lowest or highest value out of range", -EINVAL);
+	size_t word = base == V2_INNER_BASE ? TB_V2_MAX_WORD_SIZE : v1_word_size(cookie);
+	if (word != TB_V2_MAX_WORD_SIZE && word != 2 && word != 4 && word != 8)
+		return fail(why, "cookie: bad V1 word size", -EINVAL);
+	/* a count needs at least one byte: cheap check before a large allocation */
+	int32_t counts_len = tb_hist_counts_len(lowest, highest, sig);
+	if (payload_len > (uint64_t)word * (uint64_t)counts_len)
+		return fail(why, "payload length: larger than the layout can hold", -EINVAL);
+	if (prepare(out, lowest, highest, sig) < 0)
+		return fail(why, "out of memory", -ENOMEM);
+	memcpy(&out->conversion_ratio, &ratio_bits, sizeof(ratio_bits));
+	const uint8_t *counts = buf + TB_V2_HEADER_SIZE;
+	int rc = base == V2_INNER_BASE ? decode_v2_counts(counts, payload_len, out, why)
+				       : decode_fixed_counts(counts, payload_len, word, out, why);
+	if (rc < 0)
+		tb_hist_reset(out);
+	return rc;
+}
+
+/* Inflate exactly the zlib stream into a buffer sized from the header's
+ * payload length; anything short or long is an error. */
+static int inflate_inner(const uint8_t *z, size_t zlen, uint8_t **inner, size_t *inner_len,
+			 const char **why)
+{
+	uint8_t header[TB_V2_HEADER_SIZE];
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	if (inflateInit(&s) != Z_OK)
+		return fail(why, "out of memory", -ENOMEM);
+	s.next_in = (Bytef *)(uintptr_t)z;
+	s.avail_in = (uInt)zlen;
+	s.next_out = header;
+	s.avail_out = sizeof(header);
+	int zrc = inflate(&s, Z_NO_FLUSH);
+	if ((zrc != Z_OK && zrc != Z_STREAM_END) || s.avail_out != 0) {
+		inflateEnd(&s);
+		return fail(why, "zlib: stream is corrupt or shorter than the 40-byte header", -EINVAL);
+	}
+	uint32_t payload_len = get_be32(header + 4);
+	/* no valid layout has more than INT32_MAX counts of 9 bytes; refuse
+	 * absurd lengths before allocating */
+	if (payload_len > (uint32_t)INT32_MAX) {
+		inflateEnd(&s);
+		return fail(why, "payload length: larger than any histogram", -EINVAL);
+	}
+	size_t total = TB_V2_HEADER_SIZE + (size_t)payload_len;
+	uint8_t *buf = malloc(total + 1); /* +1 catches a stream longer than declared */
+	if (!buf) {
+		inflateEnd(&s);
+		return fail(why, "out of memory", -ENOMEM);
+	}
+	memcpy(buf, header, sizeof(header));
+	s.next_out = buf + TB_V2_HEADER_SIZE;
+	s.avail_out = (uInt)(payload_len + 1);
+	if (zrc != Z_STREAM_END)
+		zrc = inflate(&s, Z_FINISH);
+	size_t got = total + 1 - s.avail_out;
+	inflateEnd(&s);
+	if (zrc != Z_STREAM_END) {
+		free(buf);
+		return fail(why, "zlib: stream is corrupt, truncated or longer than the payload length", -EINVAL);
+	}
+	if (got != total) {
+		free(buf);
+		return fail(why, "payload length: does not match the inflated size", -EINVAL);
+	}
+	*inner = buf;
+	*inner_len = total;
+	return 0;
+}
+
+int tb_v2_decode(const uint8_t *frame, size_t len, tb_hist *out, const char **why)
+{
+	if (len < TB_V2_FRAME_HEADER_SIZE)
+		return fail(why, "frame: shorter than its 8-byte header", -EINVAL);
+	uint32_t base = COOKIE_BASE(get_be32(frame));
+	if (base == V0_COMPRESSED_BASE)
+		return fail(why, "cookie: V0 encoding is not supported", -ENOTSUP);
+	if (base != V2_COMPRESSED_BASE && base != V1_COMPRESSED_BASE)
+		return fail(why, "cookie: not an HdrHistogram compressed cookie", -EINVAL);
+	uint32_t zlen = get_be32(frame + 4);
+	if (zlen > len - TB_V2_FRAME_HEADER_SIZE)
+		return fail(why, "frame: zlib length is larger than the input", -EINVAL);
+	uint8_t *inner;
+	size_t inner_len;
+	int rc = inflate_inner(frame + TB_V2_FRAME_HEADER_SIZE, zlen, &inner, &inner_len, why);
+	if (rc < 0)
+		return rc;
+	uint32_t inner_base = COOKIE_BASE(get_be32(inner));
+	if ((base == V2_COMPRESSED_BASE) != (inner_base == V2_INNER_BASE))
+		rc = fail(why, "cookie: inner encoding does not match the frame", -EINVAL);
+	else
+		rc = tb_v2_decode_inner(inner, inner_len, out, why);
+	free(inner);
+	return rc;
+}
+
+int tb_v2_decode_base64(const char *text, size_t n, tb_hist *out, const char **why)
+{
+	size_t cap = tb_base64_decoded_bound(n);
+	uint8_t *frame = malloc(cap ? cap : 1);
+	if (!frame)
+		return fail(why, "out of memory", -ENOMEM);
+	size_t len;
+	int rc = tb_base64_decode(text, n, frame, cap, &len);
+	if (rc < 0)
+		rc = fail(why, "base64: not valid base64 text", -EINVAL);
+	else
+		rc = tb_v2_decode(frame, len, out, why);
+	free(frame);
+	return rc;
+}

@@ -1,0 +1,253 @@
+/* log_reader.c - reading interval logs written by any HdrHistogram tool.
+ *
+ * The reader walks text in memory one line at a time. '#' lines are comments,
+ * except that "#[StartTime: " and "#[BaseTime: " set the clock the following
+ * lines are read against (a concatenated log may carry several). The CSV
+ * legend and blank lines are skipped. A data line is an optional "Tag=<tag>,"
+ * and exactly four fields: start, length, max, base64 payload.
+ *
+ * Timestamps follow the Java reader: with no BaseTime line, a first timestamp
+ * more than a year before StartTime means the log is relative (base =
+ * StartTime), otherwise absolute (base = 0); with no StartTime line the first
+ * timestamp is the start.
+ *
+ * A malformed line never ends the read: the reader records its number and the
+ * field at fault, skips it and returns -EINVAL; the next call reads on. Input
+ * is untrusted: every field is bounded and checked before use.
+ */
+#include "tailbus/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tailbus/codec.h"
+
+#define START_TIME_PREFIX "#[StartTime: "
+#define BASE_TIME_PREFIX "#[BaseTime: "
+#define LEGEND_PREFIX "\"StartTimestamp\""
+#define TAG_PREFIX "Tag="
+#define DATA_FIELDS 4
+#define NUM_FIELD_MAX 64
+
+typedef struct span {
+	const char *p;
+	size_t n;
+} span;
+
+static bool starts_with(span s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	return s.n >= n && memcmp(s.p, prefix, n) == 0;
+}
+
+static int reject(tb_log_reader *r, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(r->err, sizeof(r->err), "line %zu: ", r->line);
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	r->err_line = r->line;
+	r->bad_lines++;
+	return rc;
+}
+
+/* A plain decimal number: digits, one point, an exponent; nothing else. */
+static bool parse_number(span s, double *out)
+{
+	char buf[NUM_FIELD_MAX];
+	if (s.n == 0 || s.n >= sizeof(buf))
+		return false;
+	for (size_t i = 0; i < s.n; i++) {
+		if (!strchr("0123456789.+-eE", s.p[i]))
+			return false;
+	}
+	memcpy(buf, s.p, s.n);
+	buf[s.n] = '\0';
+	char *end;
+	*out = strtod(buf, &end);
+	return *end == '\0' && isfinite(*out);
+}
+
+/* Shows a field in an error message without flooding it. */
+static int shown(span s)
+{
+	return s.n > 40 ? 40 : (int)s.n;
+}
+
+static void header_line(tb_log_reader *r, span s)
+{
+	double v;
+	bool start = starts_with(s, START_TIME_PREFIX);
+	if (!start && !starts_with(s, BASE_TIME_PREFIX))
+		return;
+	size_t skip = strlen(start ? START_TIME_PREFIX : BASE_TIME_PREFIX);
+	span num = {s.p + skip, 0};
+	while (skip + num.n < s.n && !strchr(" ,]", num.p[num.n]))
+		num.n++;
+	if (!parse_number(num, &v))
+		return;
+	if (start) {
+		r->start_time_sec = v;
+		r->have_start = true;
+	} else {
+		r->base_time_sec = v;
+		r->have_base = true;
+	}
+}
+
+static int split_fields(span s, span *f, int max)
+{
+	int n = 0;
+	size_t from = 0;
+	for (size_t i = 0; i <= s.n; i++) {
+		if (i == s.n || s.p[i] == ',') {
+			if (n == max)
+				return max + 1;
+			f[n++] = (span){s.p + from, i - from};
+			from = i + 1;
+		}
+	}
+	return n;
+}
+
+static int take_tag(tb_log_reader *r, span *s, tb_log_entry *e)
+{
+	e->tag[0] = '\0';
+	if (!starts_with(*s, TAG_PREFIX)) {
+		const char *eq = memchr(s->p, '=', s->n);
+		const char *comma = memchr(s->p, ',', s->n);
+		if (eq && (!comma || eq < comma))
+			return reject(r, -EINVAL, "unknown key '%.*s' (only Tag= is allowed)",
+				      (int)(eq - s->p) > 40 ? 40 : (int)(eq - s->p), s->p);
+		return 0;
+	}
+	const char *t = s->p + strlen(TAG_PREFIX);
+	const char *comma = memchr(t, ',', s->n - strlen(TAG_PREFIX));
+	size_t n = comma ? (size_t)(comma - t) : s->n - strlen(TAG_PREFIX);
+	if (n == 0 || n >= TB_LOG_TAG_MAX || memchr(t, ' ', n))
+		return reject(r, -EINVAL, "tag: empty, too long or contains a space");
+	memcpy(e->tag, t, n);
+	e->tag[n] = '\0';
+	size_t used = strlen(TAG_PREFIX) + n + (comma ? 1 : 0);
+	s->p += used;
+	s->n -= used;
+	return 0;
+}
+
+static int data_line(tb_log_reader *r, span s, tb_log_entry *e)
+{
+	span f[DATA_FIELDS];
+	static const char *names[] = {"start timestamp", "interval length", "interval max"};
+	double v[3];
+	int rc = take_tag(r, &s, e);
+	if (rc < 0)
+		return rc;
+	int n = split_fields(s, f, DATA_FIELDS);
+	if (n != DATA_FIELDS)
+		return reject(r, -EINVAL, "expected %d fields (start,length,max,histogram), found %s%d",
+			      DATA_FIELDS, n > DATA_FIELDS ? "more than " : "",
+			      n > DATA_FIELDS ? DATA_FIELDS : n);
+	for (int i = 0; i < 3; i++) {
+		if (!parse_number(f[i], &v[i]))
+			return reject(r, -EINVAL, "%s '%.*s' is not a number", names[i], shown(f[i]),
+				      f[i].p);
+	}
+	if (v[1] < 0)
+		return reject(r, -EINVAL, "interval length is negative");
+	const char *why = "unknown";
+	rc = tb_v2_decode_base64(f[3].p, f[3].n, &e->hist, &why);
+	if (rc < 0)
+		return reject(r, rc, "histogram payload: %s", why);
+	if (!r->have_start) {
+		r->start_time_sec = v[0];
+		r->have_start = true;
+	}
+	if (!r->have_base) {
+		r->base_time_sec = v[0] < r->start_time_sec - TB_LOG_RELATIVE_THRESHOLD_SEC
+					   ? r->start_time_sec : 0.0;
+		r->have_base = true;
+	}
+	e->line = r->line;
+	e->start_field = v[0];
+	e->start_abs_sec = v[0] + r->base_time_sec;
+	e->offset_sec = e->start_abs_sec - r->start_time_sec;
+	e->length_sec = v[1];
+	e->max_field = v[2];
+	return 1;
+}
+
+void tb_log_reader_init(tb_log_reader *r, const char *text, size_t len)
+{
+	memset(r, 0, sizeof(*r));
+	r->text = text;
+	r->len = len;
+}
+
+int tb_log_reader_next(tb_log_reader *r, tb_log_entry *e)
+{
+	while (r->pos < r->len) {
+		span s = {r->text + r->pos, 0};
+		const char *nl = memchr(s.p, '\n', r->len - r->pos);
+		s.n = nl ? (size_t)(nl - s.p) : r->len - r->pos;
+		r->pos += s.n + (nl ? 1 : 0);
+		r->line++;
+		if (s.n && s.p[s.n - 1] == '\r')
+			s.n--;
+		if (s.n == 0 || starts_with(s, LEGEND_PREFIX))
+			continue;
+		if (s.p[0] == '#') {
+			header_line(r, s);
+			continue;
+		}
+		return data_line(r, s, e);
+	}
+	return 0;
+}
+
+void tb_log_entry_free(tb_log_entry *e)
+{
+	tb_hist_free(&e->hist);
+}
+
+int tb_read_file(const char *path, char **text, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int err = S_ISDIR(st.st_mode) ? -EISDIR : -errno;
+		close(fd);
+		return err ? err : -EINVAL;
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? -errno : -EIO;
+			free(buf);
+			close(fd);
+			return err;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	*text = buf;
+	*len = got;
+	return 0;
+}

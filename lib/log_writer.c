@@ -1,0 +1,173 @@
+/* log_writer.c - formatting interval log headers and lines (format 1.3).
+ *
+ * The header always carries both StartTime and BaseTime, so readers never
+ * have to guess whether timestamps are relative, and every header line stays
+ * short (HdrHistogram_c's reader rejects header lines of 128 bytes or more).
+ * Data lines hold nothing but the four fields and an optional tag: anything
+ * else tailbus records goes beside the log, never in it, so the Java, C and
+ * JavaScript readers all read what we write.
+ *
+ * Numbers are printed with Java's rounding (javafmt.c) so that a log we
+ * rewrite from a Java log keeps its timestamps digit for digit.
+ */
+#include "tailbus/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tailbus/codec.h"
+#include "tailbus/report.h"
+
+#define NUM_BUF 64
+/* "Tag=" + tag + three numeric fields with separators + newline + NUL */
+#define LINE_OVERHEAD (4 + TB_LOG_TAG_MAX + 3 * NUM_BUF + 8)
+/* HdrHistogram_c refuses header lines of 128 bytes or more. */
+#define HEADER_LINE_MAX 127
+#define LOG_TIMESTAMP_DIGITS 3
+
+bool tb_log_tag_valid(const char *tag)
+{
+	if (!tag || !*tag || strlen(tag) >= TB_LOG_TAG_MAX)
+		return false;
+	return strpbrk(tag, ", \r\n") == NULL;
+}
+
+static int appendf(char *buf, size_t cap, size_t *o, const char *s)
+{
+	size_t n = strlen(s);
+	if (*o + n + 1 > cap)
+		return -ENOSPC;
+	memcpy(buf + *o, s, n + 1);
+	*o += n;
+	return 0;
+}
+
+int tb_log_format_header(char *buf, size_t cap, const char *comment, double start_time_sec,
+			 double base_time_sec)
+{
+	char line[4 * NUM_BUF + HEADER_LINE_MAX], start[NUM_BUF], base[NUM_BUF], date[NUM_BUF];
+	size_t o = 0;
+	int rc = 0;
+	if (comment && (strpbrk(comment, "]\r\n") || strlen(comment) + 4 > HEADER_LINE_MAX))
+		return -EINVAL;
+	time_t secs = (time_t)start_time_sec;
+	struct tm tm;
+	gmtime_r(&secs, &tm);
+	strftime(date, sizeof(date), "%a %b %d %H:%M:%S UTC %Y", &tm);
+	tb_fmt_java_fixed(start, sizeof(start), start_time_sec, 0, LOG_TIMESTAMP_DIGITS);
+	tb_fmt_java_fixed(base, sizeof(base), base_time_sec, 0, LOG_TIMESTAMP_DIGITS);
+	if (comment) {
+		snprintf(line, sizeof(line), "#[%s]\n", comment);
+		rc |= appendf(buf, cap, &o, line);
+	}
+	rc |= appendf(buf, cap, &o, "#[Histogram log format version " TB_LOG_FORMAT_VERSION "]\n");
+	snprintf(line, sizeof(line), "#[StartTime: %s (seconds since epoch), %s]\n", start, date);
+	rc |= appendf(buf, cap, &o, line);
+	snprintf(line, sizeof(line), "#[BaseTime: %s (seconds since epoch)]\n", base);
+	rc |= appendf(buf, cap, &o, line);
+	rc |= appendf(buf, cap, &o,
+		      "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\","
+		      "\"Interval_Compressed_Histogram\"\n");
+	return rc ? -ENOSPC : (int)o;
+}
+
+size_t tb_log_line_bound(const tb_hist *h)
+{
+	return LINE_OVERHEAD + tb_base64_encoded_len(tb_v2_frame_bound(h));
+}
+
+int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_sec,
+		       double length_sec, const tb_hist *h, int zlevel, uint8_t *scratch,
+		       size_t scratch_cap)
+{
+	char start[NUM_BUF], len[NUM_BUF], max[NUM_BUF];
+	size_t o = 0;
+	int rc = 0;
+	if (tag && *tag) {
+		if (!tb_log_tag_valid(tag))
+			return -EINVAL;
+		rc |= appendf(buf, cap, &o, "Tag=");
+		rc |= appendf(buf, cap, &o, tag);
+		rc |= appendf(buf, cap, &o, ",");
+	}
+	tb_fmt_java_fixed(start, sizeof(start), start_rel_sec, 0, LOG_TIMESTAMP_DIGITS);
+	tb_fmt_java_fixed(len, sizeof(len), length_sec, 0, LOG_TIMESTAMP_DIGITS);
+	tb_fmt_java_fixed(max, sizeof(max), (double)tb_hist_max(h) / TB_LOG_MAX_UNIT_RATIO, 0,
+			  LOG_TIMESTAMP_DIGITS);
+	rc |= appendf(buf, cap, &o, start);
+	rc |= appendf(buf, cap, &o, ",");
+	rc |= appendf(buf, cap, &o, len);
+	rc |= appendf(buf, cap, &o, ",");
+	rc |= appendf(buf, cap, &o, max);
+	rc |= appendf(buf, cap, &o, ",");
+	if (rc)
+		return -ENOSPC;
+	size_t b64_len;
+	rc = tb_v2_encode_base64(h, zlevel, buf + o, cap - o, &b64_len, scratch, scratch_cap);
+	if (rc < 0)
+		return rc;
+	o += b64_len;
+	if (o + 2 > cap)
+		return -ENOSPC;
+	buf[o++] = '\n';
+	buf[o] = '\0';
+	return (int)o;
+}
+
+/* ---- stdio wrapper ---- */
+
+int tb_log_writer_open(tb_log_writer *w, FILE *f, const char *comment, double start_time_sec,
+		       double base_time_sec, int zlevel)
+{
+	char header[5 * (HEADER_LINE_MAX + 1) + 1];
+	memset(w, 0, sizeof(*w));
+	int n = tb_log_format_header(header, sizeof(header), comment, start_time_sec, base_time_sec);
+	if (n < 0)
+		return n;
+	w->f = f;
+	w->base_time_sec = base_time_sec;
+	w->zlevel = zlevel;
+	if (fwrite(header, 1, (size_t)n, f) != (size_t)n)
+		return -EIO;
+	return 0;
+}
+
+/* Grow a buffer to at least `need` bytes. */
+static int reserve(void **buf, size_t *cap, size_t need)
+{
+	if (*cap >= need)
+		return 0;
+	void *p = realloc(*buf, need);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = need;
+	return 0;
+}
+
+int tb_log_writer_append(tb_log_writer *w, const char *tag, double start_abs_sec,
+			 double length_sec, const tb_hist *h)
+{
+	size_t scratch_need = tb_v2_inner_bound(h) + tb_v2_frame_bound(h);
+	if (reserve((void **)&w->line, &w->line_cap, tb_log_line_bound(h)) ||
+	    reserve((void **)&w->scratch, &w->scratch_cap, scratch_need))
+		return -ENOMEM;
+	int n = tb_log_format_line(w->line, w->line_cap, tag, start_abs_sec - w->base_time_sec,
+				   length_sec, h, w->zlevel, w->scratch, w->scratch_cap);
+	if (n < 0)
+		return n;
+	if (fwrite(w->line, 1, (size_t)n, w->f) != (size_t)n)
+		return -EIO;
+	return 0;
+}
+
+void tb_log_writer_close(tb_log_writer *w)
+{
+	free(w->line);
+	free(w->scratch);
+	w->line = NULL;
+	w->scratch = NULL;
+	w->line_cap = w->scratch_cap = 0;
+}

@@ -1,0 +1,25 @@
+/* cli.h - what every `tailbus` verb shares: error sentences and strict parsing.
+ *
+ * Library functions return negative errnos and never print; a verb turns each
+ * into one sentence on stderr that names the file, line or option at fault.
+ */
+#ifndef TAILBUS_TOOLS_CLI_H
+#define TAILBUS_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Exit statuses: 0 all good; 1 a problem with some input (output still
+ * printed from everything that was good); 2 bad usage. */
+#define TB_EXIT_OK 0
+#define TB_EXIT_INPUT 1
+#define TB_EXIT_USAGE 2
+
+void tb_cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whole-string number parsing: false on junk, empty or out-of-range text. */
+bool tb_cli_parse_double(const char *s, double *out);
+bool tb_cli_parse_i64(const char *s, int64_t *out);
+
+int tb_cmd_replay(int argc, char **argv);
+
+#endif
