@@ -4,9 +4,12 @@
  *                  [--format text|json|csv|hgrm] [--output-log OUT]
  *
  * Every selected interval of a tag, across all files, is added into one
- * histogram per tag (merged counts, never averaged percentiles). The merge
- * histogram is HdrHistogram's auto-resizing one (lowest 1, --digits 3), so the
- * figures equal those of the Java HistogramLogProcessor on the same input.
+ * histogram per tag (merged counts, never averaged percentiles). By default
+ * the merge histogram takes the layout of the tag's first interval and grows
+ * as needed, as the Java HistogramLogProcessor does, so the figures (and the
+ * .hgrm text) equal its output. --digits D merges into a fresh histogram of
+ * D digits from 1 up instead, as a program calling Histogram.add on a
+ * `new Histogram(D)` does (the figures in tests/fixtures/.../EXPECTED.md).
  * --start/--end select intervals whose start lies that many seconds after
  * their file's StartTime, inclusive, as the Java tool does.
  *
@@ -30,8 +33,8 @@
 #include "tailbus/summary.h"
 
 #define VERB "replay"
-/* Java HistogramLogProcessor's merge histogram: 3 digits from 1 up. */
-#define MERGE_DEFAULT_DIGITS 3
+/* --digits D: a fresh auto-resizing histogram from 1 up, like `new Histogram(D)`. */
+#define MERGE_LOG_LAYOUT 0
 #define MERGE_LOWEST 1
 #define MERGE_INITIAL_HIGHEST 2
 /* Java's log writer compresses at zlib's best level. */
@@ -86,12 +89,16 @@ static void usage(FILE *out)
 		"Merges the intervals of each tag across FILEs and prints min, p50..p99.99, max\n"
 		"and mean with the sample count; '*' marks a percentile with fewer than %d\n"
 		"samples beyond it. --start/--end: seconds after each file's StartTime.\n"
+		"The merge histogram has the layout of each tag's first interval (as Java's\n"
+		"HistogramLogProcessor); --digits D merges into a fresh D-digit one instead.\n"
 		"--format hgrm prints HdrHistogram's percentile distribution (values divided\n"
 		"by --unit-ratio, %d ticks per half distance unless --ticks).\n",
 		TB_MIN_SAMPLES_BEYOND, TB_HGRM_DEFAULT_TICKS);
 }
 
-static struct tag_acc *find_tag(struct state *st, const char *name, bool create, size_t *index)
+/* The tag's accumulator; created (shaped like `first`) when `first` is given. */
+static struct tag_acc *find_tag(struct state *st, const char *name, const tb_hist *first,
+				size_t *index)
 {
 	for (size_t i = 0; i < st->ntags; i++) {
 		if (!strcmp(st->tags[i].name, name)) {
@@ -99,7 +106,7 @@ static struct tag_acc *find_tag(struct state *st, const char *name, bool create,
 			return &st->tags[i];
 		}
 	}
-	if (!create)
+	if (!first)
 		return NULL;
 	struct tag_acc *grown = realloc(st->tags, (st->ntags + 1) * sizeof(*grown));
 	if (!grown)
@@ -108,7 +115,10 @@ static struct tag_acc *find_tag(struct state *st, const char *name, bool create,
 	struct tag_acc *t = &st->tags[st->ntags];
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	if (tb_hist_init(&t->merged, MERGE_LOWEST, MERGE_INITIAL_HIGHEST, st->opt.digits) < 0)
+	int rc = st->opt.digits == MERGE_LOG_LAYOUT
+			 ? tb_hist_init_like(&t->merged, first)
+			 : tb_hist_init(&t->merged, MERGE_LOWEST, MERGE_INITIAL_HIGHEST, st->opt.digits);
+	if (rc < 0)
 		return NULL;
 	*index = st->ntags++;
 	return t;
@@ -151,7 +161,7 @@ static int take_entry(struct state *st, const tb_log_reader *r, const tb_log_ent
 	if (e->offset_sec < st->opt.start || e->offset_sec > st->opt.end)
 		return 0;
 	size_t index;
-	struct tag_acc *t = find_tag(st, e->tag, true, &index);
+	struct tag_acc *t = find_tag(st, e->tag, &e->hist, &index);
 	if (!t || tb_hist_add_growing(&t->merged, &e->hist) < 0)
 		return -ENOMEM;
 	t->intervals++;
@@ -346,7 +356,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"output-log", required_argument, 0, 'o'}, {"digits", required_argument, 0, 'd'},
 		{"unit-ratio", required_argument, 0, 'u'}, {"ticks", required_argument, 0, 'k'},
 		{"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
-	*o = (struct options){NULL, -INFINITY, INFINITY, FMT_TEXT, NULL, MERGE_DEFAULT_DIGITS, 1.0,
+	*o = (struct options){NULL, -INFINITY, INFINITY, FMT_TEXT, NULL, MERGE_LOG_LAYOUT, 1.0,
 			      TB_HGRM_DEFAULT_TICKS};
 	int c, idx = 0;
 	int64_t n;
@@ -425,7 +435,7 @@ int tb_cmd_replay(int argc, char **argv)
 	for (int i = optind; i < argc; i++)
 		read_one(&st, argv[i]);
 	size_t unused;
-	if (st.opt.tag && !find_tag(&st, st.opt.tag, false, &unused)) {
+	if (st.opt.tag && !find_tag(&st, st.opt.tag, NULL, &unused)) {
 		tb_cli_error(VERB, "tag '%s' has no intervals in the selected range of the given files",
 			     st.opt.tag);
 		st.status = TB_EXIT_INPUT;
