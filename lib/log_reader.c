@@ -222,10 +222,14 @@ int tb_read_file(const char *path, char **text, size_t *len)
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		int err = S_ISDIR(st.st_mode) ? -EISDIR : -errno;
+	if (fstat(fd, &st) < 0) {
+		int err = -errno;
 		close(fd);
-		return err ? err : -EINVAL;
+		return err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	}
 	char *buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
