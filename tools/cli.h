@@ -21,5 +21,6 @@ bool tb_cli_parse_double(const char *s, double *out);
 bool tb_cli_parse_i64(const char *s, int64_t *out);
 
 int tb_cmd_replay(int argc, char **argv);
+int tb_cmd_model(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ struct verb {
 
 static const struct verb verbs[] = {
 	{"replay", tb_cmd_replay, "read interval logs: merge, summarise, print percentiles, rewrite"},
+	{"model", tb_cmd_model, "coordinated omission in a FIFO server model: closed vs open loop"},
 };
 
 static void usage(FILE *out)
