@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# interop_java.sh - tailbus against the HdrHistogram Java reference (2.1.11), both ways.
+#
+# A  tailbus writes, Java reads: tests/gen_log.c writes a log through tb_log_writer
+#    (untagged, "alpha", "beta"; 1 ns..10 s; the collector's default layout) and the
+#    figures of its in-process merge. Java's HistogramLogReader (tests/java/ReadLog.java)
+#    must find the same figures, and HistogramLogProcessor's percentile distribution
+#    of each tag must equal `tailbus replay --format hgrm` byte for byte.
+# B  Java writes, tailbus reads: tests/java/WriteLog.java writes a log with
+#    HistogramLogWriter (three layouts, zero values, counts > 1) and prints the figures
+#    of its in-memory histograms; `tailbus replay --format json` must report them, for
+#    both merges (Figures.java), and its hgrm must equal HistogramLogProcessor's.
+# F  The peer fixtures: hgrm of jHiccup (untagged, whole and -start 5 -end 20) and of
+#    tagged-Log (tag A) equal HistogramLogProcessor's, and what `--output-log` writes,
+#    read back by HistogramLogProcessor, gives the very same distribution.
+#
+# The one normalisation: HistogramLogProcessor prints a "#[StartTime: ...]" line before
+# the distribution (the log's start time, and a date in the JVM's time zone); `tailbus
+# replay` does not, so it is dropped from Java's output before comparing. The checks on
+# --output-log keep it (Java against Java) and so also pin the rewritten StartTime header.
+# HistogramLogProcessor exits 0 even when it dies (NullPointerException on an empty log
+# or an unmatched tag), so its output is checked for the footer, never its exit status.
+#
+# Needs java, javac and the jar: apt-get install default-jdk-headless libhdrhistogram-java.
+# Without them the test is skipped (77), or fails when TAILBUS_REQUIRE_JAVA=1.
+# Environment (tests/meson.build): TAILBUS, TB_GEN_LOG, TB_FIXTURES; TB_HDR_JAR overrides
+# the jar's path.
+set -euo pipefail
+
+readonly SKIP=77
+readonly JAR=${TB_HDR_JAR:-/usr/share/java/hdrhistogram.jar}
+readonly HLP=org.HdrHistogram.HistogramLogProcessor
+# The last line of Java's (and our) text distribution.
+readonly FOOTER_RE='^#\[Buckets = '
+# Values in the logs' own unit (ns), not HistogramLogProcessor's default of ms.
+readonly UNIT_RATIO=1
+# Short runs: the client compiler and the serial collector start the JVM faster.
+readonly JAVA_FLAGS=(-XX:+IgnoreUnrecognizedVMOptions -XX:TieredStopAtLevel=1 -XX:+UseSerialGC)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+readonly HERE
+
+# Deterministic formatting and sorting, and a fixed zone for Java's dates.
+export LC_ALL=C TZ=UTC
+
+missing=()
+for tool in java javac; do
+	command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+[[ -r $JAR ]] || missing+=("$JAR")
+if ((${#missing[@]})); then
+	if [[ ${TAILBUS_REQUIRE_JAVA:-0} == 1 ]]; then
+		echo "interop: FAIL: TAILBUS_REQUIRE_JAVA=1 but ${missing[*]} missing" \
+			"(apt-get install default-jdk-headless libhdrhistogram-java)" >&2
+		exit 1
+	fi
+	echo "interop: SKIP: ${missing[*]} missing (apt-get install default-jdk-headless libhdrhistogram-java)"
+	exit "$SKIP"
+fi
+: "${TAILBUS:?path of the tailbus tool}" "${TB_GEN_LOG:?path of tests/gen_log}"
+: "${TB_FIXTURES:?fixtures directory}"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tb-interop.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# A step every check depends on (gen_log, javac, WriteLog) stops the script: say which.
+trap 'echo "interop: FAIL: line $LINENO: $BASH_COMMAND exited with status $?" >&2' ERR
+
+passed=0
+failed=0
+
+pass() {
+	passed=$((passed + 1))
+	echo "ok   $1"
+}
+
+fail() {
+	failed=$((failed + 1))
+	echo "FAIL $1"
+}
+
+# compare NAME EXPECTED_FILE ACTUAL_FILE: byte-identical, or a diff.
+compare() {
+	if cmp -s "$2" "$3"; then
+		pass "$1 ($(wc -l <"$3") lines identical)"
+	else
+		fail "$1"
+		diff -u --label "expected: $(basename "$2")" --label "actual: $(basename "$3")" \
+			"$2" "$3" | head -n 60 || true
+	fi
+}
+
+# tb OUT ARGS...: tailbus with its stdout in OUT; a non-zero status is a failure.
+tb() {
+	local out=$1
+	shift
+	"$TAILBUS" "$@" >"$out" 2>"$out.err" && return 0
+	local status=$?
+	fail "tailbus$(words "$@") exited with status $status"
+	sed 's/^/    /' "$out.err"
+	return 1
+}
+
+# hlp OUT ARGS...: HistogramLogProcessor's distribution in OUT, checked for its footer.
+hlp() {
+	local out=$1
+	shift
+	java "${JAVA_FLAGS[@]}" -cp "$JAR" "$HLP" -outputValueUnitRatio "$UNIT_RATIO" "$@" >"$out" 2>"$out.err" || true
+	if grep -q "$FOOTER_RE" "$out"; then
+		return 0
+	fi
+	fail "HistogramLogProcessor $* printed no distribution"
+	sed 's/^/    /' "$out.err"
+	return 1
+}
+
+# Drop the "#[StartTime: ...]" line Java prints first (see the top of this file).
+strip_start_time() {
+	sed '1{/^#\[StartTime: /d;}' "$1" >"$2"
+}
+
+# tailbus's JSON report -> the figure lines of gen_log.c and Figures.java, sorted,
+# each prefixed with PREFIX (the merge the figures come from).
+json_figures() {
+	awk -v prefix="$1" '
+	function num(o, k) {
+		if (match(o, "\"" k "\":-?[0-9]+"))
+			return substr(o, RSTART + length(k) + 3, RLENGTH - length(k) - 3)
+		return "MISSING"
+	}
+	{
+		s = $0
+		sub(/^\{"tags":\[\{/, "", s)
+		sub(/\}\]\}$/, "", s)
+		n = split(s, objs, /\},\{/)
+		for (i = 1; i <= n; i++) {
+			o = objs[i]
+			tag = match(o, /"tag":"[^"]*"/) ? substr(o, RSTART + 7, RLENGTH - 8) : "MISSING"
+			line = prefix " tag=" tag
+			split("intervals total min p50 p90 p99 p99_9 p99_99 max", keys, " ")
+			for (k = 1; k <= 9; k++)
+				line = line " " keys[k] "=" num(o, keys[k])
+			print line
+		}
+	}' "$2" | sort
+}
+
+# words ARGS...: the arguments as a shell would need them typed, each after a space.
+words() {
+	(($#)) && printf ' %q' "$@"
+	return 0
+}
+
+# hgrm_check NAME LOG TAG|- [ARGS...]: Java's distribution of one tag ("-": untagged)
+# against tailbus's, both with the same extra selection ARGS (-start/-end).
+hgrm_check() {
+	local name=$1 log=$2 tag=$3
+	shift 3
+	local j=$work/$name.java.hgrm t=$work/$name.tailbus.hgrm
+	local jtag=() ttag=(--tag "")
+	[[ $tag == - ]] || { jtag=(-tag "$tag"); ttag=(--tag "$tag"); }
+	local jsel=() tsel=()
+	while (($#)); do
+		jsel+=("-$1" "$2")
+		tsel+=("--$1" "$2")
+		shift 2
+	done
+	hlp "$j" -i "$log" "${jtag[@]}" "${jsel[@]}" || return 0
+	tb "$t" replay "$log" "${ttag[@]}" "${tsel[@]}" --format hgrm || return 0
+	strip_start_time "$j" "$j.body"
+	compare "$name: HistogramLogProcessor -i $(basename "$log")$(words "${jtag[@]}" "${jsel[@]}") == tailbus replay$(words "${ttag[@]}" "${tsel[@]}") --format hgrm" \
+		"$j.body" "$t"
+}
+
+echo "interop: $(java -version 2>&1 | head -n 1); $(basename "$(readlink -f "$JAR")")"
+
+# ---- A: tailbus writes, Java reads ----
+glog=$work/gen.hlog
+"$TB_GEN_LOG" "$glog" "$work/gen.expected"
+sed 's/^/first /' "$work/gen.expected" | sort >"$work/gen.first"
+sed 's/^/new3 /' "$work/gen.expected" | sort >"$work/gen.new3"
+if tb "$work/gen.json" replay "$glog" --format json; then
+	json_figures first "$work/gen.json" >"$work/gen.tailbus"
+	compare "A1 figures: gen_log's in-process merge == tailbus replay --format json" \
+		"$work/gen.first" "$work/gen.tailbus"
+fi
+
+javac "${JAVA_FLAGS[@]/#/-J}" -d "$work/classes" -cp "$JAR" "$HERE"/java/*.java
+readonly JCP=$JAR:$work/classes
+
+java "${JAVA_FLAGS[@]}" -cp "$JCP" ReadLog "$glog" >"$work/gen.read" 2>"$work/gen.read.err" || true
+sort "$work/gen.read" >"$work/gen.java"
+cat "$work/gen.first" "$work/gen.new3" | sort >"$work/gen.both"
+compare "A2 figures: gen_log's in-process merge == Java HistogramLogReader + Histogram.add (both merges)" \
+	"$work/gen.both" "$work/gen.java"
+[[ -s $work/gen.read ]] || sed 's/^/    /' "$work/gen.read.err"
+
+hgrm_check A3-untagged "$glog" -
+hgrm_check A4-alpha "$glog" alpha
+hgrm_check A5-beta "$glog" beta
+
+# ---- B: Java writes, tailbus reads ----
+jlog=$work/java.hlog
+java "${JAVA_FLAGS[@]}" -cp "$JCP" WriteLog "$jlog" >"$work/java.figures"
+grep '^first ' "$work/java.figures" | sort >"$work/java.first"
+grep '^new3 ' "$work/java.figures" | sort >"$work/java.new3"
+if tb "$work/java.json" replay "$jlog" --format json; then
+	json_figures first "$work/java.json" >"$work/java.tailbus.first"
+	compare "B1 figures: WriteLog's merge into a copy of each tag's first histogram == tailbus replay --format json" \
+		"$work/java.first" "$work/java.tailbus.first"
+fi
+if tb "$work/java3.json" replay "$jlog" --format json --digits 3; then
+	json_figures new3 "$work/java3.json" >"$work/java.tailbus.new3"
+	compare "B2 figures: WriteLog's merge into new Histogram(3) == tailbus replay --format json --digits 3" \
+		"$work/java.new3" "$work/java.tailbus.new3"
+fi
+hgrm_check B3-untagged "$jlog" -
+hgrm_check B4-B "$jlog" B
+
+# ---- F: the peer fixtures, and --output-log read back by Java ----
+jhiccup=$TB_FIXTURES/jHiccup-2.0.7S.logV2.hlog
+tagged=$TB_FIXTURES/tagged-Log.logV2.hlog
+hgrm_check F1-jhiccup "$jhiccup" -
+hgrm_check F2-jhiccup-5-20 "$jhiccup" - start 5 end 20
+
+# readback NAME ORIGINAL JAVA_HGRM REWRITTEN TAG|-: the rewritten log, read by Java,
+# gives the distribution Java gave for the original (StartTime line included).
+readback() {
+	local name=$1 orig=$2 want=$3 rewritten=$4 tag=$5 jtag=()
+	[[ $tag == - ]] || jtag=(-tag "$tag")
+	[[ -s $rewritten ]] || { fail "$name: tailbus wrote no $(basename "$rewritten")"; return 0; }
+	hlp "$work/$name.java.hgrm" -i "$rewritten" "${jtag[@]}" || return 0
+	compare "$name: HistogramLogProcessor$(words "${jtag[@]}") on tailbus --output-log of $(basename "$orig") == on the original" \
+		"$want" "$work/$name.java.hgrm"
+}
+
+# F3: the 5..20 s selection, rewritten, holds exactly the selected intervals.
+if tb "$work/jh.out" replay "$jhiccup" --start 5 --end 20 --output-log "$work/jh-5-20.hlog"; then
+	readback F3-jhiccup-output-log "$jhiccup" "$work/F2-jhiccup-5-20.java.hgrm" \
+		"$work/jh-5-20.hlog" -
+fi
+
+hgrm_check F4-tagged-A "$tagged" A
+# F5, F6: every tag rewritten; Java reads tag A back, tailbus reads every tag back.
+if tb "$work/tagged.json" replay "$tagged" --format json --output-log "$work/tagged-out.hlog"; then
+	readback F5-tagged-output-log "$tagged" "$work/F4-tagged-A.java.hgrm" \
+		"$work/tagged-out.hlog" A
+	if tb "$work/tagged-out.json" replay "$work/tagged-out.hlog" --format json; then
+		compare "F6 figures: tailbus replay --format json of the rewritten tagged-Log == of the original" \
+			"$work/tagged.json" "$work/tagged-out.json"
+	fi
+fi
+
+echo "interop: $passed passed, $failed failed"
+[[ $failed == 0 ]] || exit 1
