@@ -3,11 +3,13 @@
 # rewriting, and one clear sentence (and a non-zero exit) for each bad input
 # while every good line is still used.
 #
-# Needs: TAILBUS (the binary), TB_FIXTURES (tests/fixtures/hdrhistogram).
+# Needs: TAILBUS (the binary), TB_FIXTURES (tests/fixtures/hdrhistogram),
+# TB_GOLDEN (tests/golden).
 set -euo pipefail
 
 : "${TAILBUS:?path of the tailbus binary}"
 : "${TB_FIXTURES:?fixtures directory}"
+: "${TB_GOLDEN:?golden outputs directory}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -118,6 +120,15 @@ hgrm() {
 		grep -q '^#\[Buckets = ' "$tmp/a.hgrm"
 }
 check "hgrm prints the Java distribution with its footer" hgrm
+
+# --- hgrm and hgrm-csv byte for byte as the Java reference printed them ---
+hgrm_golden() {
+	local g="$TB_GOLDEN"
+	"$TAILBUS" replay "$g/raw.hlog" --format hgrm | cmp - "$g/raw.hgrm" &&
+		"$TAILBUS" replay "$g/raw.hlog" --format hgrm-csv | cmp - "$g/raw.csv" &&
+		"$TAILBUS" replay "$g/raw.hlog" --format hgrm --unit-ratio 1000 | cmp - "$g/raw_us.hgrm"
+}
+check "hgrm, hgrm-csv and --unit-ratio equal the Java reference's text" hgrm_golden
 
 # --- output-log: a valid log that reads back to the same figures ---
 output_log() {

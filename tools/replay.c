@@ -1,7 +1,7 @@
 /* replay.c - `tailbus replay`: read interval logs, merge per tag, report.
  *
  *   tailbus replay FILE... [--tag T] [--start S] [--end E]
- *                  [--format text|json|csv|hgrm] [--output-log OUT]
+ *                  [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]
  *
  * Every selected interval of a tag, across all files, is added into one
  * histogram per tag (merged counts, never averaged percentiles). By default
@@ -40,7 +40,7 @@
 /* Java's log writer compresses at zlib's best level. */
 #define OUTPUT_ZLEVEL 9
 
-enum format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HGRM };
+enum format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HGRM, FMT_HGRM_CSV };
 
 struct options {
 	const char *tag; /* NULL: every tag */
@@ -84,7 +84,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tailbus replay FILE... [--tag T] [--start S] [--end E]\n"
-		"                      [--format text|json|csv|hgrm] [--output-log OUT]\n"
+		"                      [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]\n"
 		"                      [--digits D] [--unit-ratio R] [--ticks N]\n"
 		"Merges the intervals of each tag across FILEs and prints min, p50..p99.99, max\n"
 		"and mean with the sample count; '*' marks a percentile with fewer than %d\n"
@@ -299,13 +299,13 @@ static void print_text(FILE *out, const struct state *st)
 			TB_MIN_SAMPLES_BEYOND, TB_MIN_SAMPLES_BEYOND * 1000);
 }
 
-static void print_hgrm(FILE *out, const struct state *st)
+static void print_hgrm(FILE *out, const struct state *st, bool csv)
 {
 	for (size_t i = 0; i < st->ntags; i++) {
 		if (st->ntags > 1)
 			fprintf(out, "%s#[Tag: %s]\n", i ? "\n" : "",
 				*st->tags[i].name ? st->tags[i].name : "(untagged)");
-		tb_report_hgrm(out, &st->tags[i].merged, st->opt.ticks, st->opt.unit_ratio, false);
+		tb_report_hgrm(out, &st->tags[i].merged, st->opt.ticks, st->opt.unit_ratio, csv);
 	}
 }
 
@@ -377,6 +377,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			else if (!strcmp(optarg, "json")) o->format = FMT_JSON;
 			else if (!strcmp(optarg, "csv")) o->format = FMT_CSV;
 			else if (!strcmp(optarg, "hgrm")) o->format = FMT_HGRM;
+			else if (!strcmp(optarg, "hgrm-csv")) o->format = FMT_HGRM_CSV;
 			else goto bad;
 			break;
 		case 'o': o->output_log = optarg; break;
@@ -444,7 +445,8 @@ int tb_cmd_replay(int argc, char **argv)
 	case FMT_TEXT: print_text(stdout, &st); break;
 	case FMT_JSON: print_json(stdout, &st); break;
 	case FMT_CSV: print_csv(stdout, &st); break;
-	case FMT_HGRM: print_hgrm(stdout, &st); break;
+	case FMT_HGRM: print_hgrm(stdout, &st, false); break;
+	case FMT_HGRM_CSV: print_hgrm(stdout, &st, true); break;
 	}
 	if (st.opt.output_log && write_output_log(&st) < 0)
 		st.status = TB_EXIT_INPUT;
