@@ -109,6 +109,18 @@ int tb_hist_init_at(tb_hist *h, int64_t lowest, int64_t highest, int sig_digits,
 	return 0;
 }
 
+int tb_hist_init_zeroed(tb_hist *h, int64_t lowest, int64_t highest, int sig_digits,
+			int64_t *counts, size_t len)
+{
+	int32_t need = layout(h, lowest, highest, sig_digits);
+	if (need < 0)
+		return need;
+	if (!counts || len < (size_t)need)
+		return -EINVAL;
+	h->counts = counts;
+	return 0;
+}
+
 int tb_hist_init(tb_hist *h, int64_t lowest, int64_t highest, int sig_digits)
 {
 	int32_t need = layout(h, lowest, highest, sig_digits);
@@ -139,9 +151,16 @@ void tb_hist_free(tb_hist *h)
 	}
 }
 
+/* Every non-zero count lies at or below the index of max_raw (each mutator
+ * notes the values it adds), so work on counts stops there. */
+static int32_t used_len(const tb_hist *h)
+{
+	return tb_hist_index_of(h, h->max_raw) + 1;
+}
+
 void tb_hist_reset(tb_hist *h)
 {
-	memset(h->counts, 0, (size_t)h->counts_len * sizeof(*h->counts));
+	memset(h->counts, 0, (size_t)used_len(h) * sizeof(*h->counts));
 	h->total = 0;
 	h->min_raw = 0;
 	h->max_raw = 0;
@@ -270,7 +289,7 @@ int tb_hist_set_count_at_index(tb_hist *h, int32_t index, int64_t count)
 int tb_hist_add(tb_hist *dst, const tb_hist *src)
 {
 	if (tb_hist_same_layout(dst, src)) {
-		for (int32_t i = 0; i < src->counts_len; i++)
+		for (int32_t i = 0, n = used_len(src); i < n; i++)
 			dst->counts[i] += src->counts[i];
 		dst->total += src->total;
 		dst->clamped += src->clamped;
@@ -281,7 +300,7 @@ int tb_hist_add(tb_hist *dst, const tb_hist *src)
 		}
 		return 0;
 	}
-	for (int32_t i = 0; i < src->counts_len; i++) {
+	for (int32_t i = 0, n = used_len(src); i < n; i++) {
 		if (src->counts[i])
 			tb_hist_record_n(dst, tb_hist_value_at_index(src, i), src->counts[i]);
 	}

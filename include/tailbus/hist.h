@@ -68,6 +68,10 @@ int32_t tb_hist_counts_len(int64_t lowest, int64_t highest, int sig_digits);
  * (len >= tb_hist_counts_len()). Returns 0 or -EINVAL. */
 int tb_hist_init_at(tb_hist *h, int64_t lowest, int64_t highest, int sig_digits,
 		    int64_t *counts, size_t len);
+/* As tb_hist_init_at, for counts the caller knows are zero (fresh anonymous
+ * memory): nothing is written, so untouched pages stay uncommitted. */
+int tb_hist_init_zeroed(tb_hist *h, int64_t lowest, int64_t highest, int sig_digits,
+			int64_t *counts, size_t len);
 /* Initialise and allocate the counts. Returns 0, -EINVAL or -ENOMEM. */
 int tb_hist_init(tb_hist *h, int64_t lowest, int64_t highest, int sig_digits);
 /* Initialise a histogram with the same layout as `like`. */

@@ -1,0 +1,166 @@
+/* tailbus/seg_abi.h - the shared segment's binary layout (an ABI, not an API).
+ *
+ * One segment per bus. Everything in it is addressed by offsets from its base,
+ * never by pointers, so every process may map it anywhere:
+ *
+ *   [header 4 KiB][slot table][metric table][live area][ring 0][ring 1]...
+ *
+ * - header: magic (published last), ABI version, sizes and offsets, clock,
+ *   creator and collector identity, the collector's heartbeat.
+ * - slot table: one slot per producer ring (one engine thread): its state,
+ *   owner (pid + process start time, so a reused pid is not mistaken for the
+ *   owner), thread name, and the counters only its producer writes (drops).
+ * - metric table: open-addressed by name hash; the index is the 14-bit
+ *   metric id carried in every event.
+ * - live area: per metric, the last `live_intervals` published intervals
+ *   under a sequence counter (a seqlock with bounded reader retries).
+ * - rings: Concurrency Kit SPSC rings of 16-byte events, one per slot.
+ *
+ * Producers write their slot's counters, their ring and the metric table.
+ * The collector treats all of that as untrusted: it keeps its own copy of the
+ * layout from the header it validated, derives every ring address itself, and
+ * bounds every index it reads by its private capacity.
+ *
+ * Event encoding (two 64-bit words, four events per cache line):
+ *   w0 = kind:2 | metric:14 | field:48     w1 = timestamp
+ *   SPAN : field = done - intended (TB_FIELD_NEGATIVE if done < intended),
+ *          w1 = intended
+ *   START: field = request sequence, w1 = intended
+ *   END  : field = request sequence, w1 = completion
+ */
+#ifndef TAILBUS_SEG_ABI_H
+#define TAILBUS_SEG_ABI_H
+
+#include <assert.h>
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ck_ring.h>
+
+#define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
+#define TB_ABI_MAJOR 1u                            /* layout changes: readers refuse */
+#define TB_ABI_MINOR 0u                            /* additions: readers tolerate */
+#define TB_CACHELINE 64
+#define TB_HEADER_SIZE 4096
+
+/* Event kinds (2 bits). */
+enum tb_event_kind { TB_EV_SPAN = 0, TB_EV_START = 1, TB_EV_END = 2, TB_EV_MARK = 3 };
+
+#define TB_KIND_SHIFT 62
+#define TB_METRIC_SHIFT 48
+#define TB_METRIC_BITS 14
+#define TB_MAX_METRICS (1u << TB_METRIC_BITS)
+#define TB_FIELD_MASK ((UINT64_C(1) << TB_METRIC_SHIFT) - 1)
+/* A SPAN whose completion came before its intended time (clock skew, a
+ * caller's mistake): recorded as 0 and counted by the collector. */
+#define TB_FIELD_NEGATIVE TB_FIELD_MASK
+/* Largest representable SPAN duration; longer ones saturate here and the
+ * collector clamps them to its histogram range (78 hours of ns > 1 hour). */
+#define TB_FIELD_MAX (TB_FIELD_MASK - 1)
+
+typedef struct tb_event {
+	uint64_t w0;
+	uint64_t w1;
+} tb_event;
+static_assert(sizeof(tb_event) == 16, "four events per cache line");
+
+/* The typed SPSC ring of events (ck_ring_enqueue_spsc_tb_event, ...). */
+CK_RING_PROTOTYPE(tb_event, tb_event)
+
+enum tb_slot_state {
+	TB_SLOT_FREE = 0,        /* no owner; a producer may claim it with a CAS */
+	TB_SLOT_CLAIMED = 1,     /* a producer is setting it up */
+	TB_SLOT_LIVE = 2,        /* its producer records into the ring */
+	TB_SLOT_DETACHED = 3,    /* its producer is gone (detached or dead): drain, then free */
+	TB_SLOT_QUARANTINED = 4, /* the collector found it corrupt and stopped reading it */
+};
+
+#define TB_THREAD_NAME_MAX 32
+#define TB_METRIC_NAME_MAX 48
+
+typedef struct tb_slot {
+	/* line 0: identity, written by the producer while CLAIMED */
+	alignas(TB_CACHELINE) uint32_t state; /* enum tb_slot_state, CAS'd */
+	uint32_t generation;                  /* +1 on every claim */
+	int32_t pid;
+	int32_t tid;
+	uint64_t pid_start_time; /* /proc/<pid>/stat field 22, clock ticks since boot */
+	char thread_name[TB_THREAD_NAME_MAX];
+	/* line 1: counters only the producer writes (cold path: on a drop) */
+	alignas(TB_CACHELINE) uint64_t dropped; /* events lost to a full ring, exactly */
+	uint64_t attached_ns;
+	uint8_t reserved[48];
+} tb_slot;
+static_assert(sizeof(tb_slot) == 2 * TB_CACHELINE, "slot is two cache lines");
+
+enum tb_metric_state { TB_METRIC_EMPTY = 0, TB_METRIC_RESERVING = 1, TB_METRIC_READY = 2 };
+
+typedef struct tb_metric_entry {
+	alignas(TB_CACHELINE) uint32_t state; /* enum tb_metric_state, CAS'd */
+	uint32_t name_len;
+	uint32_t hash;
+	uint32_t reserved;
+	char name[TB_METRIC_NAME_MAX];
+} tb_metric_entry;
+static_assert(sizeof(tb_metric_entry) == TB_CACHELINE, "metric entry is one cache line");
+
+/* Summary of one published interval, followed in the live area by up to
+ * live_hist_bytes of its histogram as a V2 inner buffer (uncompressed). */
+typedef struct tb_live_interval {
+	int64_t start_ns; /* wall clock, ns since the epoch */
+	int64_t length_ns;
+	int64_t count;
+	int64_t min, max;
+	int64_t p50, p90, p99, p999, p9999;
+	uint64_t dropped;   /* ring drops of the producers of this metric's rings */
+	uint32_t hist_len;  /* 0: the histogram did not fit, summary only */
+	uint32_t reserved;
+} tb_live_interval;
+
+typedef struct tb_live_metric {
+	alignas(TB_CACHELINE) uint64_t seq; /* odd while the collector writes */
+	uint32_t newest;                    /* index of the newest interval */
+	uint32_t count;                     /* intervals published, capped at live_intervals */
+	uint8_t reserved[48];
+	/* then live_intervals x (tb_live_interval + live_hist_bytes) */
+} tb_live_metric;
+
+enum tb_clock_kind { TB_CLOCK_MONOTONIC = 0, TB_CLOCK_TSC = 1 };
+
+typedef struct tb_seg_header {
+	uint64_t magic; /* TB_SEG_MAGIC, stored last with release ordering */
+	uint32_t abi_major;
+	uint32_t abi_minor;
+	uint64_t total_size;
+	uint64_t page_size; /* of the mapping actually used (2 MiB on hugetlbfs) */
+	uint32_t slot_count;
+	uint32_t ring_capacity; /* events per ring, a power of two */
+	uint32_t metric_capacity; /* a power of two, <= TB_MAX_METRICS */
+	uint32_t live_intervals;
+	uint32_t live_hist_bytes;
+	uint32_t clock_kind; /* enum tb_clock_kind */
+	uint64_t slots_off;
+	uint64_t metrics_off;
+	uint64_t live_off;
+	uint64_t live_stride; /* bytes per metric in the live area */
+	uint64_t rings_off;
+	uint64_t ring_stride; /* bytes per ring: ck_ring_t then the events */
+	int32_t creator_pid;
+	uint32_t reserved0;
+	int64_t created_realtime_ns;
+	/* collector: written by tailbusd only */
+	alignas(TB_CACHELINE) int64_t collector_heartbeat_ns; /* CLOCK_MONOTONIC */
+	int32_t collector_pid;
+	uint32_t collector_generation; /* +1 on every collector start */
+	int64_t collector_interval_ns;
+	uint64_t intervals_published;
+} tb_seg_header;
+static_assert(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
+static_assert(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 0,
+	      "collector fields on their own line");
+
+/* Ring i: ck_ring_t at rings_off + i * ring_stride, events right after it. */
+#define TB_RING_HEADER_SIZE ((sizeof(ck_ring_t) + TB_CACHELINE - 1) / TB_CACHELINE * TB_CACHELINE)
+
+#endif

@@ -1,0 +1,134 @@
+/* tailbus/segment.h - finding, creating, attaching and validating a bus segment.
+ *
+ * A bus is one file named after it, in the first of: the caller's directory,
+ * $TAILBUS_DIR, the first hugetlbfs mount in /proc/mounts, /dev/shm. An
+ * existing segment is attached wherever it is found in that order; a new one
+ * is created in the first place that works (hugetlbfs needs free huge pages;
+ * when it has none the segment goes to /dev/shm and `fallback_reason` says
+ * why, for the tool to print).
+ *
+ * Start order does not matter: the creator opens the file exclusively, sizes
+ * and initialises it, and stores the magic word last (release); an attacher
+ * waits, up to a timeout, for the magic, then validates the header against
+ * the file size before trusting any offset. Files are created 0600 (0660 with
+ * a group), with O_NOFOLLOW, and an attacher refuses a file owned by another
+ * user unless it shares the group and the group bits are set.
+ */
+#ifndef TAILBUS_SEGMENT_H
+#define TAILBUS_SEGMENT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tailbus/seg_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TB_BUS_NAME_MAX 64
+#define TB_SEG_DEFAULT_SLOTS 16
+#define TB_SEG_DEFAULT_RING_EVENTS 65536 /* 1 MiB of events per thread */
+#define TB_SEG_DEFAULT_METRICS 256
+#define TB_SEG_DEFAULT_LIVE_INTERVALS 64 /* more than a minute of 1 s intervals */
+#define TB_SEG_DEFAULT_LIVE_HIST_BYTES 1024
+#define TB_SEG_DEFAULT_WAIT_MS 2000
+#define TB_SEG_FALLBACK_DIR "/dev/shm"
+#define TB_SEG_SUFFIX ".tailbus"
+
+typedef struct tb_seg_config {
+	uint32_t slot_count;
+	uint32_t ring_capacity; /* events; rounded up to a power of two */
+	uint32_t metric_capacity;
+	uint32_t live_intervals;
+	uint32_t live_hist_bytes;
+	gid_t group;     /* (gid_t)-1: private 0600; else 0660 with this group */
+	int wait_ms;     /* how long an attacher waits for the creator */
+} tb_seg_config;
+
+enum tb_seg_flags {
+	TB_SEG_CREATE = 1 << 0,   /* create the segment if it does not exist */
+	TB_SEG_READONLY = 1 << 1, /* map PROT_READ (tools) */
+};
+
+typedef struct tb_seg {
+	uint8_t *base;
+	size_t size;
+	int fd;
+	int flags;
+	bool created;   /* this call created and initialised it */
+	bool hugepages; /* backed by hugetlbfs */
+	char path[PATH_MAX];
+	char fallback_reason[256]; /* why a new segment is not on hugetlbfs, or "" */
+	tb_seg_header layout;      /* private copy of the validated header */
+} tb_seg;
+
+void tb_seg_config_default(tb_seg_config *c);
+/* Segment size for a configuration, before rounding to the page size. */
+size_t tb_seg_size(const tb_seg_config *c);
+/* Fill a header's layout fields from a configuration (no magic). */
+int tb_seg_layout(const tb_seg_config *c, tb_seg_header *h);
+
+/* The first hugetlbfs mount point in /proc/mounts and its page size.
+ * Returns 0, or -ENOENT when none is mounted. */
+int tb_seg_hugetlbfs_mount(char *dir, size_t cap, size_t *page_size);
+
+/* Open the bus `bus` (letters, digits, '-', '_', '.'; no '/'). `dir` may be
+ * NULL for the default search. Returns 0 or a negative errno; on failure
+ * *why (if given) holds a static sentence. */
+int tb_seg_open(tb_seg *s, const char *dir, const char *bus, const tb_seg_config *cfg,
+		int flags, const char **why);
+void tb_seg_close(tb_seg *s);
+/* Remove the segment file (tests, `tailbusd --fresh`). */
+int tb_seg_unlink(const char *dir, const char *bus);
+
+/* Check a header read from a segment of `size` bytes: magic, version,
+ * capacities and that every region lies inside the file. 0 or -EINVAL/-EPROTO. */
+int tb_seg_validate(const tb_seg_header *h, size_t size, const char **why);
+
+/* Region accessors over the private layout copy (never the shared header). */
+static inline tb_slot *tb_seg_slot(const tb_seg *s, uint32_t i)
+{
+	return (tb_slot *)(s->base + s->layout.slots_off) + i;
+}
+static inline tb_metric_entry *tb_seg_metric(const tb_seg *s, uint32_t id)
+{
+	return (tb_metric_entry *)(s->base + s->layout.metrics_off) + id;
+}
+static inline ck_ring_t *tb_seg_ring(const tb_seg *s, uint32_t i)
+{
+	return (ck_ring_t *)(s->base + s->layout.rings_off + (uint64_t)i * s->layout.ring_stride);
+}
+static inline tb_event *tb_seg_events(const tb_seg *s, uint32_t i)
+{
+	return (tb_event *)((uint8_t *)tb_seg_ring(s, i) + TB_RING_HEADER_SIZE);
+}
+static inline tb_live_metric *tb_seg_live(const tb_seg *s, uint32_t id)
+{
+	return (tb_live_metric *)(s->base + s->layout.live_off + (uint64_t)id * s->layout.live_stride);
+}
+static inline tb_live_interval *tb_seg_live_interval(const tb_seg *s, uint32_t id, uint32_t k)
+{
+	uint8_t *first = (uint8_t *)tb_seg_live(s, id) + sizeof(tb_live_metric);
+	return (tb_live_interval *)(first + (uint64_t)k * (sizeof(tb_live_interval) +
+							   s->layout.live_hist_bytes));
+}
+
+/* Metric registry: find or add `name` (1..47 bytes of [A-Za-z0-9_.:-]).
+ * Returns the id (>= 0), -EINVAL for a bad name, -ENOSPC when the table is
+ * full, or -EROFS on a read-only mapping. */
+int tb_seg_metric_register(tb_seg *s, const char *name);
+/* Find only. Returns the id or -ENOENT. */
+int tb_seg_metric_find(const tb_seg *s, const char *name);
+bool tb_seg_metric_name_valid(const char *name);
+
+/* /proc/<pid>/stat start time (field 22), or 0 if the process is gone. */
+uint64_t tb_proc_start_time(pid_t pid);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
