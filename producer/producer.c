@@ -58,6 +58,7 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 		if (thread_name)
 			strncpy(s->thread_name, thread_name, sizeof(s->thread_name) - 1);
 		s->dropped = 0;
+		s->dropped_reported = 0;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		s->attached_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

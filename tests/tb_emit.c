@@ -2,11 +2,12 @@
  *
  *   tb_emit --bus B [--threads T] [--count N] [--rate R] [--metrics M]
  *           [--mode span|start|end] [--base-ns X] [--seed S] [--expect FILE]
- *           [--hold-ms H] [--no-detach]
+ *           [--hold-ms H] [--no-detach] [--name THREADPREFIX] [--prefix METRICPREFIX]
  *   tb_emit --now        print the bus clock (to pass as --base-ns)
  *
  * Thread t records N events at R per second (0 = as fast as it can), over
- * metrics "m0".."m{M-1}" in turn. Event k's latency is a deterministic
+ * metrics "<prefix>0".."<prefix>{M-1}" (prefix "m") in turn, as threads
+ * named "<name>-<t>" (name "emit"). Event k's latency is a deterministic
  * function of (seed, t, k), so a test can recompute every value:
  *   span : tb_span(done - latency, done) with done = tb_now()
  *   start: tb_start(seq, base + seq * 1000)          seq = t * N + k
@@ -35,7 +36,7 @@
 enum mode { MODE_SPAN, MODE_START, MODE_END };
 
 struct opts {
-	const char *bus, *expect;
+	const char *bus, *expect, *name, *prefix;
 	int threads, metrics, hold_ms;
 	uint64_t count, rate, seed, base_ns;
 	enum mode mode;
@@ -80,7 +81,7 @@ static void *run(void *arg)
 	struct worker *w = arg;
 	const struct opts *o = w->o;
 	char name[32];
-	snprintf(name, sizeof(name), "emit-%d", w->index);
+	snprintf(name, sizeof(name), "%s-%d", o->name, w->index);
 	tb_producer *p = tb_attach(o->bus, name);
 	if (!p) {
 		w->error = -ENOMEM;
@@ -89,7 +90,7 @@ static void *run(void *arg)
 	w->error = tb_producer_error(p, &w->why);
 	tb_metric_t ids[MAX_METRICS];
 	for (int m = 0; m < o->metrics; m++) {
-		snprintf(name, sizeof(name), "m%d", m);
+		snprintf(name, sizeof(name), "%s%d", o->prefix, m);
 		ids[m] = tb_metric(p, name);
 	}
 	uint64_t t0 = tb_now(p);
@@ -130,8 +131,8 @@ static int write_expect(const struct opts *o)
 			for (uint64_t k = (uint64_t)m; k < o->count; k += (uint64_t)o->metrics)
 				tb_hist_record(&h, (int64_t)latency_of(o->seed, t, k));
 		}
-		fprintf(f, "m%d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
-			m, tb_hist_total(&h), tb_hist_value_at_percentile(&h, 50),
+		fprintf(f, "%s%d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+			o->prefix, m, tb_hist_total(&h), tb_hist_value_at_percentile(&h, 50),
 			tb_hist_value_at_percentile(&h, 90), tb_hist_value_at_percentile(&h, 99),
 			tb_hist_value_at_percentile(&h, 99.9), tb_hist_value_at_percentile(&h, 99.99),
 			tb_hist_max(&h));
@@ -146,8 +147,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"bus", 1, 0, 'b'},  {"threads", 1, 0, 't'}, {"count", 1, 0, 'n'}, {"rate", 1, 0, 'r'},
 		{"metrics", 1, 0, 'm'}, {"mode", 1, 0, 'M'}, {"base-ns", 1, 0, 'B'}, {"seed", 1, 0, 's'},
 		{"expect", 1, 0, 'e'}, {"hold-ms", 1, 0, 'H'}, {"no-detach", 0, 0, 'D'},
-		{"now", 0, 0, 'N'}, {0, 0, 0, 0}};
-	*o = (struct opts){.bus = "default", .threads = 1, .metrics = 1, .count = 1000, .seed = 1};
+		{"now", 0, 0, 'N'}, {"name", 1, 0, 'a'}, {"prefix", 1, 0, 'p'}, {0, 0, 0, 0}};
+	*o = (struct opts){.bus = "default", .name = "emit", .prefix = "m", .threads = 1, .metrics = 1, .count = 1000, .seed = 1};
 	int c;
 	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
 		switch (c) {
@@ -164,6 +165,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'e': o->expect = optarg; break;
 		case 'H': o->hold_ms = atoi(optarg); break;
 		case 'D': o->no_detach = true; break;
+		case 'a': o->name = optarg; break;
+		case 'p': o->prefix = optarg; break;
 		case 'N': {
 			tb_producer fake = {0};
 			printf("%" PRIu64 "\n", tb_now(&fake));

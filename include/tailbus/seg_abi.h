@@ -90,7 +90,10 @@ typedef struct tb_slot {
 	/* line 1: counters only the producer writes (cold path: on a drop) */
 	alignas(TB_CACHELINE) uint64_t dropped; /* events lost to a full ring, exactly */
 	uint64_t attached_ns;
-	uint8_t reserved[48];
+	/* written by the collector: how many of `dropped` it has reported, so a
+	 * restarted collector neither loses nor repeats them */
+	uint64_t dropped_reported;
+	uint8_t reserved[40];
 } tb_slot;
 static_assert(sizeof(tb_slot) == 2 * TB_CACHELINE, "slot is two cache lines");
 

@@ -1,0 +1,241 @@
+/* collector.c - setting tailbusd up, its main loop, and a clean stop.
+ *
+ * Set-up allocates everything the loop will need: the series pool (one
+ * anonymous mapping, committed only as histograms are touched), the join
+ * table, the per-metric counters, the encoding scratch. One collector per
+ * bus: an exclusive flock on "<segment>.lock" keeps a second one out.
+ *
+ * The loop: drain a batch from every ring; when the wall clock passes the end
+ * of the current interval plus a grace period, drain everything and close the
+ * interval; every 100 ms, housekeeping (slot states, join expiry, heartbeat)
+ * and reaping finished writes. On stop: drain, close the partial interval
+ * (its true length), flush and fsync.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "tailbus/codec.h"
+
+#define NS_PER_SEC 1000000000LL
+
+void tb_collector_config_default(tb_collector_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	tb_writer_config_default(&c->writer);
+	tb_seg_config_default(&c->seg);
+	c->interval_ns = NS_PER_SEC;
+	c->grace_ns = TB_COLLECTOR_DEFAULT_GRACE_NS;
+	c->max_series = TB_COLLECTOR_DEFAULT_SERIES;
+	c->join_capacity = TB_JOIN_DEFAULT_CAPACITY;
+	c->join_timeout_ns = TB_JOIN_DEFAULT_TIMEOUT_NS;
+}
+
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+static int fail(const char **why, const char *sentence, int rc)
+{
+	if (why)
+		*why = sentence;
+	return rc;
+}
+
+static int take_lock(tb_collector *c, const char **why)
+{
+	char path[PATH_MAX + 8];
+	snprintf(path, sizeof(path), "%s.lock", c->seg.path);
+	c->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (c->lock_fd < 0)
+		return fail(why, "cannot open the collector lock file", -errno);
+	if (flock(c->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return fail(why, "another tailbusd is collecting this bus", -EBUSY);
+	return 0;
+}
+
+static int alloc_series(tb_collector *c)
+{
+	int32_t len = tb_hist_counts_len(TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
+					 TB_HIST_DEFAULT_SIG_DIGITS);
+	size_t per = (size_t)len * sizeof(int64_t);
+	c->series_counts_bytes = per * 2 * c->cfg.max_series;
+	c->series_counts = mmap(NULL, c->series_counts_bytes, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c->series_counts == MAP_FAILED) {
+		c->series_counts = NULL;
+		return -ENOMEM;
+	}
+	c->series = calloc(c->cfg.max_series, sizeof(*c->series));
+	if (!c->series)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < c->cfg.max_series; k++) {
+		for (int half = 0; half < 2; half++) {
+			int64_t *counts = c->series_counts + ((size_t)k * 2 + (size_t)half) * (size_t)len;
+			tb_hist_init_zeroed(&c->series[k].hist[half], TB_HIST_DEFAULT_LOWEST,
+					    TB_HIST_DEFAULT_HIGHEST, TB_HIST_DEFAULT_SIG_DIGITS, counts,
+					    (size_t)len);
+		}
+	}
+	return 0;
+}
+
+static int alloc_state(tb_collector *c)
+{
+	uint32_t slots = c->seg.layout.slot_count, metrics = c->seg.layout.metric_capacity;
+	c->slots = calloc(slots, sizeof(*c->slots));
+	c->counts[0] = calloc(metrics, sizeof(tb_metric_counts));
+	c->counts[1] = calloc(metrics, sizeof(tb_metric_counts));
+	if (!c->slots || !c->counts[0] || !c->counts[1])
+		return -ENOMEM;
+	for (uint32_t i = 0; i < slots; i++) {
+		c->slots[i].series_of = malloc(metrics * sizeof(int32_t));
+		if (!c->slots[i].series_of)
+			return -ENOMEM;
+		for (uint32_t m = 0; m < metrics; m++)
+			c->slots[i].series_of[m] = TB_NO_SERIES;
+	}
+	int rc = tb_hist_init(&c->merged, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
+			      TB_HIST_DEFAULT_SIG_DIGITS);
+	if (rc < 0)
+		return rc;
+	c->scratch_cap = tb_v2_inner_bound(&c->merged) + tb_v2_frame_bound(&c->merged);
+	c->scratch = malloc(c->scratch_cap);
+	if (!c->scratch)
+		return -ENOMEM;
+	rc = tb_join_init(&c->join, c->cfg.join_capacity, c->cfg.join_timeout_ns);
+	return rc < 0 ? rc : alloc_series(c);
+}
+
+int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const char **why)
+{
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	c->lock_fd = -1;
+	if (cfg->fresh)
+		tb_seg_unlink(cfg->dir, cfg->bus);
+	int rc = tb_seg_open(&c->seg, cfg->dir, cfg->bus, &cfg->seg, TB_SEG_CREATE, why);
+	if (rc < 0)
+		return rc;
+	if ((rc = take_lock(c, why)) < 0)
+		return rc;
+	if ((rc = alloc_state(c)) < 0)
+		return fail(why, "out of memory", rc);
+	c->clock_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+	int64_t now = clock_ns(CLOCK_MONOTONIC) + c->clock_offset_ns;
+	c->interval_start_ns = now / cfg->interval_ns * cfg->interval_ns;
+	tb_writer_config wc = cfg->writer;
+	wc.bus = cfg->bus;
+	if ((rc = tb_writer_open(&c->writer, &wc, c->interval_start_ns, why)) < 0)
+		return rc;
+	tb_seg_header *h = (tb_seg_header *)c->seg.base;
+	h->collector_pid = getpid();
+	h->collector_interval_ns = cfg->interval_ns;
+	__atomic_add_fetch(&h->collector_generation, 1, __ATOMIC_ACQ_REL);
+	/* follow whatever is already live: a restart loses nothing still in the rings */
+	tb_collector_housekeep(c, clock_ns(CLOCK_MONOTONIC));
+	c->next_housekeep_ns = clock_ns(CLOCK_MONOTONIC) + TB_COLLECTOR_HOUSEKEEP_NS;
+	return 0;
+}
+
+static bool half_has_data(const tb_collector *c, int half)
+{
+	for (uint32_t m = 0; m < c->seg.layout.metric_capacity; m++) {
+		const tb_metric_counts *mc = &c->counts[half][m];
+		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late)
+			return true;
+	}
+	return false;
+}
+
+/* Close every interval whose end (plus grace) has passed. */
+static int close_due(tb_collector *c, int64_t now)
+{
+	int rc = 0;
+	if (now < c->interval_start_ns + c->cfg.interval_ns + c->cfg.grace_ns)
+		return 0;
+	tb_collector_drain_all(c);
+	while (rc == 0 && now >= c->interval_start_ns + c->cfg.interval_ns + c->cfg.grace_ns)
+		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
+	return rc;
+}
+
+static int finish(tb_collector *c)
+{
+	int64_t mono = clock_ns(CLOCK_MONOTONIC);
+	tb_collector_housekeep(c, mono); /* pick up rings detached just now */
+	tb_collector_drain_all(c);
+	tb_collector_expire_all(c); /* this join table ends here: its halves never match */
+	int64_t now = mono + c->clock_offset_ns;
+	int rc = 0;
+	while (rc == 0 && now >= c->interval_start_ns + c->cfg.interval_ns)
+		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
+	/* the partial interval, with its true length */
+	if (rc == 0 && half_has_data(c, c->cur))
+		rc = tb_collector_close_interval(c, now - c->interval_start_ns);
+	/* events stamped after now by a producer's clock: one more partial */
+	if (rc == 0 && half_has_data(c, c->cur))
+		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
+	int frc = tb_writer_flush(c->writer);
+	return rc ? rc : frc;
+}
+
+int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
+{
+	struct timespec idle = {0, (long)c->cfg.idle_ns};
+	int rc = 0;
+	while (!*stop && rc == 0) {
+		uint64_t n = tb_collector_drain_pass(c);
+		int64_t mono = clock_ns(CLOCK_MONOTONIC);
+		rc = close_due(c, mono + c->clock_offset_ns);
+		if (mono >= c->next_housekeep_ns) {
+			tb_collector_housekeep(c, mono);
+			c->next_housekeep_ns = mono + TB_COLLECTOR_HOUSEKEEP_NS;
+			if (rc == 0)
+				rc = tb_writer_poll(c->writer);
+		}
+		if (n == 0 && c->cfg.idle_ns > 0)
+			nanosleep(&idle, NULL);
+	}
+	int frc = finish(c);
+	return rc ? rc : frc;
+}
+
+void tb_collector_close(tb_collector *c)
+{
+	if (c->writer)
+		tb_writer_close(c->writer);
+	if (c->slots) {
+		for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
+			free(c->slots[i].series_of);
+	}
+	free(c->slots);
+	free(c->counts[0]);
+	free(c->counts[1]);
+	free(c->series);
+	if (c->series_counts)
+		munmap(c->series_counts, c->series_counts_bytes);
+	tb_hist_free(&c->merged);
+	free(c->scratch);
+	free(c->log.p);
+	free(c->side.p);
+	if (c->join.entries)
+		tb_join_free(&c->join);
+	if (c->seg.base) {
+		tb_seg_header *h = (tb_seg_header *)c->seg.base;
+		h->collector_pid = 0;
+	}
+	tb_seg_close(&c->seg);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+}

@@ -1,0 +1,128 @@
+/* collector.h - tailbusd's state: what it follows, records and writes.
+ *
+ * The collector owns one bus. Its drain loop visits every followed slot in
+ * turn, takes a bounded batch of events with its own consumer index, and
+ * records each into the histogram of its (slot, metric) series for the
+ * interval of the event's completion time. Each series holds two histograms,
+ * the current interval's and the next one's, so an event that completes just
+ * after a boundary is never put in the interval before it. An interval is
+ * closed `grace` after its end: the series of each metric are merged, the
+ * result is published to the live area and written as one log line per
+ * metric, with the health counters in the sidecar.
+ *
+ * Everything is allocated at start-up (series come from a fixed pool); the
+ * drain loop neither allocates nor makes system calls apart from the clock
+ * read and the optional idle sleep.
+ */
+#ifndef TAILBUS_COLLECTOR_H
+#define TAILBUS_COLLECTOR_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "join.h"
+#include "tailbus/hist.h"
+#include "tailbus/segment.h"
+#include "writer.h"
+
+#define TB_COLLECTOR_BATCH 256                 /* events taken from one ring per visit */
+#define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */
+#define TB_COLLECTOR_HOUSEKEEP_NS 100000000LL  /* slot states, heartbeat: every 100 ms */
+#define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
+#define TB_NO_SERIES (-1)
+
+/* Counters kept per metric and interval (all reach the sidecar). */
+typedef struct tb_metric_counts {
+	uint64_t events, negative, late, clamped, unmatched_start, unmatched_end;
+} tb_metric_counts;
+
+typedef struct tb_growbuf {
+	char *p;
+	size_t len, cap;
+} tb_growbuf;
+
+typedef struct tb_series {
+	uint32_t slot;
+	uint16_t metric;
+	tb_hist hist[2]; /* [cur], [cur ^ 1] */
+} tb_series;
+
+typedef struct tb_slot_follow {
+	bool followed;
+	bool quarantined;
+	uint32_t generation;
+	uint32_t cons; /* our consumer index: the authoritative one */
+	int32_t pid;
+	uint64_t pid_start_time;
+	uint64_t dropped_seen;  /* slot->dropped when last read */
+	uint64_t pending_drops; /* drops of an owner that left before the interval closed */
+	uint64_t interval_events;
+	uint64_t bad_events;    /* unregistered metric or unknown kind */
+	uint32_t high_water;    /* most events waiting, this interval */
+	char reason[96];        /* why it was quarantined */
+	int32_t *series_of;     /* metric id -> series index, or TB_NO_SERIES */
+} tb_slot_follow;
+
+typedef struct tb_collector_config {
+	const char *bus;
+	const char *dir;     /* segment directory, NULL: default search */
+	tb_writer_config writer;
+	int64_t interval_ns;
+	int64_t grace_ns;
+	int64_t idle_ns;     /* sleep when a pass finds nothing; 0 = busy-poll */
+	uint32_t max_series;
+	uint32_t join_capacity;
+	int64_t join_timeout_ns;
+	tb_seg_config seg;   /* used when tailbusd creates the segment */
+	bool fresh;          /* remove an existing segment first */
+} tb_collector_config;
+
+typedef struct tb_collector {
+	tb_collector_config cfg;
+	tb_seg seg;
+	tb_writer *writer;
+	tb_join join;
+	tb_slot_follow *slots;
+	tb_series *series;
+	uint32_t nseries;
+	int64_t *series_counts; /* the pool's counts arrays */
+	size_t series_counts_bytes;
+	tb_hist merged;         /* scratch for one metric's interval */
+	uint8_t *scratch;       /* V2 encoding scratch */
+	size_t scratch_cap;
+	tb_growbuf log;         /* one interval's log lines */
+	tb_growbuf side;        /* ... and sidecar rows */
+	tb_metric_counts *counts[2]; /* per metric, [cur] and [cur ^ 1] */
+	int cur;                /* which half of every series is the current interval */
+	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
+	int64_t interval_start_ns; /* wall clock start of the current interval */
+	int64_t next_housekeep_ns;
+	uint64_t late_total, series_exhausted;
+	int lock_fd;
+	volatile sig_atomic_t *stop;
+} tb_collector;
+
+void tb_collector_config_default(tb_collector_config *c);
+/* Attach or create the segment, take the bus lock, allocate everything,
+ * open the log. Returns 0 or a negative errno with *why set. */
+int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const char **why);
+/* Run until *stop becomes non-zero; then drain, close the partial interval,
+ * flush. Returns 0 or a negative errno. */
+int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop);
+void tb_collector_close(tb_collector *c);
+
+/* drain.c */
+int64_t tb_collector_now(const tb_collector *c); /* wall clock ns via the monotonic clock */
+uint64_t tb_collector_drain_pass(tb_collector *c);
+void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
+void tb_collector_drain_all(tb_collector *c);
+/* At stop: every parked START/END half is reported unmatched. */
+void tb_collector_expire_all(tb_collector *c);
+
+/* interval.c */
+/* Drops on ring i since they were last read. */
+uint64_t tb_collector_slot_drops(tb_collector *c, uint32_t i);
+int tb_collector_close_interval(tb_collector *c, int64_t length_ns);
+
+#endif

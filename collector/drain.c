@@ -1,0 +1,299 @@
+/* drain.c - following producer slots and draining their rings.
+ *
+ * Every byte a producer can write is untrusted here. The collector keeps its
+ * own consumer index per ring and its own copy of the layout: the producer's
+ * index is only ever compared against ours, and more waiting events than the
+ * ring can hold means the ring is corrupt, so it is quarantined (reported,
+ * never read again) and the other rings go on. Ring addresses and masks come
+ * from the validated layout, never from the ring header in shared memory.
+ *
+ * Slot life cycle, driven by housekeeping every 100 ms:
+ *   LIVE, not followed      -> follow: take its consumer index (validated)
+ *   LIVE, owner process gone -> treat as DETACHED
+ *   DETACHED                 -> drain what is left, then hand the slot back FREE
+ *   CLAIMED for too long by a dead process -> FREE
+ *
+ * Event times are the producers' CLOCK_MONOTONIC nanoseconds; the interval of
+ * an event is that of its completion, mapped to wall-clock time with the
+ * offset measured at start-up.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "collector.h"
+
+/* A process that claimed a slot and has not published it within this long
+ * has died in tb_attach. */
+#define CLAIM_TIMEOUT_NS 1000000000LL
+
+static int64_t mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t tb_collector_now(const tb_collector *c)
+{
+	return mono_now() + c->clock_offset_ns;
+}
+
+static void quarantine(tb_collector *c, uint32_t i, const char *reason)
+{
+	tb_slot_follow *f = &c->slots[i];
+	if (f->quarantined)
+		return;
+	f->quarantined = true;
+	snprintf(f->reason, sizeof(f->reason), "%s", reason);
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
+	fprintf(stderr, "tailbusd: ring %u (pid %d) quarantined: %s\n", i, (int)f->pid, reason);
+}
+
+static bool owner_alive(const tb_slot_follow *f)
+{
+	if (f->pid <= 0)
+		return false;
+	uint64_t start = tb_proc_start_time(f->pid);
+	return start != 0 && (f->pid_start_time == 0 || start == f->pid_start_time);
+}
+
+static void follow(tb_collector *c, uint32_t i)
+{
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	tb_slot_follow *f = &c->slots[i];
+	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	f->followed = true;
+	f->quarantined = false;
+	f->generation = s->generation;
+	f->pid = s->pid;
+	f->pid_start_time = s->pid_start_time;
+	/* drops already reported (by us or a collector before us); untrusted */
+	uint64_t dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
+	uint64_t reported = __atomic_load_n(&s->dropped_reported, __ATOMIC_RELAXED);
+	f->dropped_seen = reported <= dropped ? reported : dropped;
+	f->cons = __atomic_load_n(&ring->c_head, __ATOMIC_ACQUIRE);
+	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
+	if (prod - f->cons > c->seg.layout.ring_capacity - 1)
+		quarantine(c, i, "ring indices out of range at attach");
+}
+
+static tb_series *series_for(tb_collector *c, uint32_t slot, uint16_t metric)
+{
+	tb_slot_follow *f = &c->slots[slot];
+	int32_t k = f->series_of[metric];
+	if (k != TB_NO_SERIES)
+		return &c->series[k];
+	if (c->nseries == c->cfg.max_series) {
+		c->series_exhausted++;
+		return NULL;
+	}
+	k = (int32_t)c->nseries++;
+	tb_series *s = &c->series[k];
+	s->slot = slot;
+	s->metric = metric;
+	f->series_of[metric] = k;
+	return s;
+}
+
+static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t latency,
+		   int64_t completion_mono)
+{
+	tb_metric_counts *cur = &c->counts[c->cur][metric];
+	int64_t completion = completion_mono + c->clock_offset_ns;
+	int half = c->cur;
+	if (completion >= c->interval_start_ns + c->cfg.interval_ns) {
+		half ^= 1;
+	} else if (completion < c->interval_start_ns) {
+		cur->late++;
+		c->late_total++;
+	}
+	tb_metric_counts *mc = &c->counts[half][metric];
+	if (latency < 0) {
+		mc->negative++;
+		latency = 0;
+	}
+	mc->events++;
+	tb_series *s = series_for(c, slot, metric);
+	if (!s)
+		return;
+	int64_t clamped_before = s->hist[half].clamped;
+	tb_hist_record(&s->hist[half], latency);
+	mc->clamped += (uint64_t)(s->hist[half].clamped - clamped_before);
+}
+
+static bool metric_ready(const tb_collector *c, uint16_t metric)
+{
+	if (metric >= c->seg.layout.metric_capacity)
+		return false;
+	const tb_metric_entry *e = tb_seg_metric(&c->seg, metric);
+	return __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == TB_METRIC_READY;
+}
+
+static void joined(tb_collector *c, uint32_t slot, uint16_t metric, int rc, int64_t latency,
+		   int64_t at)
+{
+	if (rc == TB_JOIN_MATCHED)
+		record(c, slot, metric, latency, at);
+	else if (rc == TB_JOIN_FULL)
+		c->counts[c->cur][metric].unmatched_start++; /* no room to wait for its other half */
+}
+
+static void decode(tb_collector *c, uint32_t slot, const tb_event *ev, int64_t now_mono)
+{
+	uint64_t w0 = ev->w0;
+	unsigned kind = (unsigned)(w0 >> TB_KIND_SHIFT);
+	uint16_t metric = (uint16_t)((w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1));
+	uint64_t field = w0 & TB_FIELD_MASK;
+	int64_t at = (int64_t)ev->w1, latency = 0;
+	int rc;
+	if (!metric_ready(c, metric)) {
+		c->slots[slot].bad_events++;
+		return;
+	}
+	switch (kind) {
+	case TB_EV_SPAN:
+		latency = field == TB_FIELD_NEGATIVE ? -1 : (int64_t)field;
+		record(c, slot, metric, latency, at + (latency > 0 ? latency : 0));
+		break;
+	case TB_EV_START: /* a match completes at the parked END's time */
+		rc = tb_join_start(&c->join, metric, field, at, now_mono, &latency);
+		joined(c, slot, metric, rc, latency, at + (latency > 0 ? latency : 0));
+		break;
+	case TB_EV_END:
+		rc = tb_join_end(&c->join, metric, field, at, now_mono, &latency);
+		joined(c, slot, metric, rc, latency, at);
+		break;
+	default:
+		c->slots[slot].bad_events++; /* MARK: reserved */
+		break;
+	}
+}
+
+/* Take up to `limit` events from ring i. Returns how many. */
+static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t now_mono)
+{
+	tb_slot_follow *f = &c->slots[i];
+	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	const tb_event *events = tb_seg_events(&c->seg, i);
+	uint32_t mask = c->seg.layout.ring_capacity - 1;
+	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
+	uint32_t avail = prod - f->cons;
+	if (avail > mask) {
+		quarantine(c, i, "producer index out of range (more events than the ring holds)");
+		return 0;
+	}
+	if (avail > f->high_water)
+		f->high_water = avail;
+	uint32_t n = avail < limit ? avail : limit;
+	for (uint32_t k = 0; k < n; k++)
+		decode(c, i, &events[(f->cons + k) & mask], now_mono);
+	f->cons += n;
+	f->interval_events += n;
+	/* release: our reads of the slots happen before the producer may reuse them */
+	__atomic_store_n(&ring->c_head, f->cons, __ATOMIC_RELEASE);
+	return n;
+}
+
+uint64_t tb_collector_drain_pass(tb_collector *c)
+{
+	uint64_t total = 0;
+	int64_t now = mono_now();
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
+		tb_slot_follow *f = &c->slots[i];
+		if (f->followed && !f->quarantined)
+			total += drain_slot(c, i, TB_COLLECTOR_BATCH, now);
+	}
+	return total;
+}
+
+void tb_collector_drain_all(tb_collector *c)
+{
+	while (tb_collector_drain_pass(c) > 0)
+		;
+}
+
+static void release_slot(tb_collector *c, uint32_t i)
+{
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	tb_slot_follow *f = &c->slots[i];
+	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	if (f->followed && !f->quarantined) {
+		while (drain_slot(c, i, TB_COLLECTOR_BATCH, mono_now()) > 0)
+			;
+	} else {
+		/* never followed or corrupt: start its ring afresh for the next owner */
+		ck_ring_init(ring, c->seg.layout.ring_capacity);
+	}
+	/* keep what it dropped for the sidecar of this interval */
+	if (f->followed)
+		f->pending_drops += tb_collector_slot_drops(c, i);
+	f->followed = false;
+	f->quarantined = false;
+	s->pid = 0;
+	s->tid = 0;
+	s->pid_start_time = 0;
+	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
+{
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	tb_slot_follow *f = &c->slots[i];
+	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	switch (state) {
+	case TB_SLOT_LIVE:
+		if (!f->followed || f->generation != s->generation)
+			follow(c, i);
+		else if (!owner_alive(f))
+			release_slot(c, i);
+		break;
+	case TB_SLOT_DETACHED:
+		if (!f->followed)
+			follow(c, i);
+		release_slot(c, i);
+		break;
+	case TB_SLOT_CLAIMED:
+		if ((int64_t)(now - (int64_t)s->attached_ns) > CLAIM_TIMEOUT_NS && s->attached_ns &&
+		    tb_proc_start_time(s->pid) == 0)
+			release_slot(c, i);
+		break;
+	case TB_SLOT_QUARANTINED:
+		if (f->pid && !owner_alive(f)) {
+			f->quarantined = true;
+			release_slot(c, i);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void expired(void *ctx, uint16_t metric, bool was_start)
+{
+	tb_collector *c = ctx;
+	if (metric >= c->seg.layout.metric_capacity)
+		return;
+	if (was_start)
+		c->counts[c->cur][metric].unmatched_start++;
+	else
+		c->counts[c->cur][metric].unmatched_end++;
+}
+
+void tb_collector_housekeep(tb_collector *c, int64_t now)
+{
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
+		housekeep_slot(c, i, now);
+	tb_join_expire(&c->join, now, expired, c);
+	tb_seg_header *h = (tb_seg_header *)c->seg.base;
+	__atomic_store_n(&h->collector_heartbeat_ns, now, __ATOMIC_RELEASE);
+}
+
+void tb_collector_expire_all(tb_collector *c)
+{
+	/* a "now" past every parked half's deadline */
+	tb_join_expire(&c->join, INT64_MAX - c->join.timeout_ns, expired, c);
+}

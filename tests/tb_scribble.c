@@ -1,0 +1,81 @@
+/* tb_scribble.c - a hostile process writing garbage where producers may write.
+ *
+ *   tb_scribble --bus B --thread NAME --what indices|mask|metrics|header-copy
+ *
+ * indices: pushes the producer index of NAME's ring far past its consumer;
+ * mask:    overwrites the ring header's size and mask;
+ * metrics: fills every metric entry not named "good..." with random bytes
+ *          (states, lengths, names without a terminator).
+ * The collector must report and quarantine what it cannot trust, keep
+ * serving the other rings, and never read out of bounds.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tailbus/segment.h"
+
+#define KEEP_PREFIX "good" /* entries of well-behaved producers' metrics are spared */
+
+static int find_thread(const tb_seg *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->layout.slot_count; i++) {
+		const tb_slot *slot = tb_seg_slot(s, i);
+		if (slot->state == TB_SLOT_LIVE && !strncmp(slot->thread_name, name, TB_THREAD_NAME_MAX))
+			return (int)i;
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *bus = NULL, *thread = NULL, *what = NULL;
+	static const struct option longs[] = {
+		{"bus", 1, 0, 'b'}, {"thread", 1, 0, 't'}, {"what", 1, 0, 'w'}, {0, 0, 0, 0}};
+	int c;
+	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+		if (c == 'b') bus = optarg;
+		else if (c == 't') thread = optarg;
+		else if (c == 'w') what = optarg;
+		else return 2;
+	}
+	if (!bus || !what)
+		return 2;
+	tb_seg s;
+	const char *why = NULL;
+	if (tb_seg_open(&s, NULL, bus, NULL, 0, &why) < 0) {
+		fprintf(stderr, "tb_scribble: %s\n", why);
+		return 1;
+	}
+	srand(12345);
+	if (!strcmp(what, "metrics")) {
+		for (uint32_t m = 0; m < s.layout.metric_capacity; m++) {
+			uint8_t *e = (uint8_t *)tb_seg_metric(&s, m);
+			if (!strncmp(tb_seg_metric(&s, m)->name, KEEP_PREFIX, strlen(KEEP_PREFIX)))
+				continue;
+			for (size_t k = 0; k < sizeof(tb_metric_entry); k++)
+				e[k] = (uint8_t)rand();
+		}
+		tb_seg_close(&s);
+		return 0;
+	}
+	int i = thread ? find_thread(&s, thread) : -1;
+	if (i < 0) {
+		fprintf(stderr, "tb_scribble: no live ring for thread '%s'\n", thread ? thread : "");
+		return 1;
+	}
+	ck_ring_t *ring = tb_seg_ring(&s, (uint32_t)i);
+	if (!strcmp(what, "indices")) {
+		__atomic_store_n(&ring->p_tail, ring->c_head + s.layout.ring_capacity * 7 + 3, __ATOMIC_RELEASE);
+	} else if (!strcmp(what, "mask")) {
+		ring->size = 0xfffffff0u;
+		ring->mask = 0xffffffffu;
+		__atomic_store_n(&ring->p_tail, ring->c_head - 5, __ATOMIC_RELEASE);
+	} else {
+		return 2;
+	}
+	printf("%d\n", i);
+	tb_seg_close(&s);
+	return 0;
+}
