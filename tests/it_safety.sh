@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# it_safety.sh - the bus against hostile bytes, other users, and the real
+# hugepage path:
+#   a process scribbles over a ring's indices, a ring header and the metric
+#   table: the collector reports and quarantines, serves the other rings, and
+#   does not crash (run under ASan+UBSan by scripts/test);
+#   another user cannot attach to a 0600 segment;
+#   with 2 MiB pages reserved and hugetlbfs mounted (in a private mount
+#   namespace), the segment lives on huge pages; without free pages it falls
+#   back to /dev/shm and says so.
+#
+# Needs: TAILBUS, TAILBUSD, TB_EMIT, TB_SCRIBBLE. The permission and hugepage
+# checks need root; without it they fail unless TAILBUS_ALLOW_NO_ROOT=1.
+set -euo pipefail
+
+: "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}" "${TB_SCRIBBLE:?}"
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+
+check() {
+	local name=$1
+	shift
+	if "$@"; then passed=$((passed + 1)); echo "ok: $name"
+	else failed=$((failed + 1)); echo "FAILED: $name"; fi
+}
+
+start_collector() { # bus, extra args; sets cpid
+	local bus=$1
+	shift
+	mkdir -p "$tmp/$bus/seg" "$tmp/$bus/log"
+	chmod 755 "$tmp/$bus" "$tmp/$bus/seg"
+	"$TAILBUSD" --bus "$bus" --dir "$tmp/$bus/seg" --log-dir "$tmp/$bus/log" --idle-us 200 \
+		--foreground "$@" >>"$tmp/$bus/tailbusd.out" 2>&1 &
+	cpid=$!
+	pids+=("$cpid")
+	for _ in $(seq 100); do
+		grep -q "tailbusd: writing" "$tmp/$bus/tailbusd.out" 2>/dev/null && return 0
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$tmp/$bus/tailbusd.out"
+	return 1
+}
+
+stop_collector() {
+	kill -INT "$1"
+	local rc=0
+	wait "$1" || rc=$?
+	[[ $rc -eq 0 ]] || echo "  tailbusd exited with $rc"
+	return $rc
+}
+
+emit() { local bus=$1; shift; TAILBUS_DIR="$tmp/$bus/seg" "$TB_EMIT" --bus "$bus" "$@"; }
+scribble() { local bus=$1; shift; TAILBUS_DIR="$tmp/$bus/seg" "$TB_SCRIBBLE" --bus "$bus" "$@"; }
+
+good_figures_exact() { # bus expectfile
+	"$TAILBUS" replay "$tmp/$1"/log/*.hlog --format json >"$tmp/$1/r.json" 2>"$tmp/$1/r.err" || true
+	python3 - "$tmp/$1/r.json" "$2" <<'EOF'
+import json, sys
+got = {t["tag"]: t for t in json.load(open(sys.argv[1]))["tags"]}
+for line in open(sys.argv[2]):
+    name, total, p50, p90, p99, p999, p9999, mx = line.split()
+    t = got.get(name)
+    if not t or t["total"] != int(total) or t["p99"] != int(p99) or t["max"] != int(mx):
+        sys.exit("  %s: log %s, sent total %s p99 %s max %s" % (name, t, total, p99, mx))
+EOF
+}
+
+scribbled_indices() {
+	local bus=scr
+	start_collector $bus || return 1
+	emit $bus --name victim --prefix victim --count 500 --hold-ms 2500 --no-detach >/dev/null &
+	local v=$!
+	sleep 0.5
+	scribble $bus --thread victim-0 --what indices >/dev/null || return 1
+	emit $bus --name good --prefix good --threads 2 --metrics 2 --count 20000 --rate 40000 \
+		--seed 21 --expect "$tmp/gexp" >/dev/null
+	wait $v
+	sleep 0.3
+	stop_collector "$cpid" || return 1
+	grep -q "quarantined: producer index out of range" "$tmp/$bus/tailbusd.out" || { cat "$tmp/$bus/tailbusd.out"; return 1; }
+	grep -q ":victim-0:quarantined" "$tmp/$bus"/log/*.health.csv || return 1
+	good_figures_exact $bus "$tmp/gexp"
+}
+check "scribbled ring indices: that ring is quarantined and reported, the others stay exact" scribbled_indices
+
+scribbled_mask_and_metrics() {
+	local bus=scr2
+	start_collector $bus || return 1
+	emit $bus --name victim --prefix victim --count 200 --hold-ms 2500 --no-detach >/dev/null &
+	local v=$!
+	emit $bus --name good --prefix good --metrics 2 --count 10 >/dev/null # register the good names
+	sleep 0.5
+	scribble $bus --thread victim-0 --what mask >/dev/null || return 1
+	scribble $bus --what metrics || return 1
+	emit $bus --name good --prefix good --threads 2 --metrics 2 --count 20000 --rate 40000 \
+		--seed 22 --expect "$tmp/gexp2" >/dev/null
+	wait $v
+	sleep 0.3
+	stop_collector "$cpid" || return 1
+	grep -q "quarantined" "$tmp/$bus/tailbusd.out" || return 1
+	# the 10 registration events of the first good run add to the second run's
+	awk '{ print }' "$tmp/gexp2" >/dev/null
+	"$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format json >"$tmp/$bus/r.json" 2>/dev/null || true
+	python3 - "$tmp/$bus/r.json" "$tmp/gexp2" <<'EOF'
+import json, sys
+got = {t["tag"]: t for t in json.load(open(sys.argv[1]))["tags"]}
+for line in open(sys.argv[2]):
+    name, total = line.split()[:2]
+    t = got.get(name)
+    if not t or t["total"] != int(total) + 5:
+        sys.exit("  %s: %s, want %d" % (name, t and t["total"], int(total) + 5))
+EOF
+}
+check "scribbled ring header and metric table: no crash, good metrics exact" scribbled_mask_and_metrics
+
+need_root() {
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "  needs root"
+		[[ ${TAILBUS_ALLOW_NO_ROOT:-0} == 1 ]]
+		return 1
+	fi
+}
+
+permissions() {
+	need_root || return $?
+	local bus=perm
+	start_collector $bus || return 1
+	local mode
+	mode=$(stat -c %a "$tmp/$bus/seg/$bus.tailbus")
+	[[ $mode == 600 ]] || { echo "  segment mode $mode"; return 1; }
+	local out rc=0
+	out=$(TAILBUS_DIR="$tmp/$bus/seg" setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$TB_EMIT" --bus $bus --count 10 2>&1) || rc=$?
+	stop_collector "$cpid" || return 1
+	[[ $rc -ne 0 ]] && grep -q "records nothing" <<<"$out" || { echo "  nobody could attach: $out"; return 1; }
+	# and its events went nowhere: the log has no metric m0
+	[[ -z $(ls "$tmp/$bus"/log/*.hlog 2>/dev/null | xargs -r grep -l '^Tag=m0,') ]]
+}
+check "another user cannot attach to a 0600 segment" permissions
+
+hugepages() {
+	need_root || return $?
+	local before
+	before=$(cat /proc/sys/vm/nr_hugepages)
+	mkdir -p "$tmp/huge" "$tmp/hlog" "$tmp/hlog2"
+	# a private mount namespace: the hugetlbfs mount is seen by this test only
+	local rc=0
+	unshare --mount --propagation private bash -s "$tmp" "$TAILBUSD" "$TB_EMIT" "$before" <<'EOF' || rc=$?
+set -eu
+tmp=$1 tailbusd=$2 emit=$3 before=$4
+restore() { echo "$before" >/proc/sys/vm/nr_hugepages; }
+trap restore EXIT
+mount -t hugetlbfs -o pagesize=2M none "$tmp/huge"
+echo $((before + 40)) >/proc/sys/vm/nr_hugepages
+[ "$(cat /proc/sys/vm/nr_hugepages)" -ge 20 ] || { echo "  could not reserve huge pages"; exit 1; }
+unset TAILBUS_DIR
+"$tailbusd" --bus tbhuge --log-dir "$tmp/hlog" --idle-us 200 --foreground --fresh >"$tmp/h.out" 2>&1 &
+c=$!
+for _ in $(seq 100); do grep -q "tailbusd: writing" "$tmp/h.out" && break; sleep 0.05; done
+"$emit" --bus tbhuge --count 1000 >/dev/null
+kill -INT $c; wait $c
+grep -q "segment $tmp/huge/tbhuge.tailbus (created, 2097152-byte pages)" "$tmp/h.out" || { cat "$tmp/h.out"; exit 1; }
+# no free huge pages: the default search falls back to /dev/shm and says why
+rm -f "$tmp/huge/tbhuge.tailbus"
+echo 0 >/proc/sys/vm/nr_hugepages
+"$tailbusd" --bus tbhuge2 --log-dir "$tmp/hlog2" --idle-us 200 --foreground --fresh >"$tmp/h2.out" 2>&1 &
+c=$!
+for _ in $(seq 100); do grep -q "tailbusd: writing" "$tmp/h2.out" && break; sleep 0.05; done
+kill -INT $c; wait $c
+rm -f /dev/shm/tbhuge2.tailbus /dev/shm/tbhuge2.tailbus.lock
+grep -q "segment /dev/shm/tbhuge2.tailbus (created, 4096-byte pages)" "$tmp/h2.out" &&
+	grep -q "warning: hugetlbfs at $tmp/huge could not hold it" "$tmp/h2.out" || { cat "$tmp/h2.out"; exit 1; }
+EOF
+	[[ $(cat /proc/sys/vm/nr_hugepages) == "$before" ]] || { echo "  nr_hugepages not restored"; return 1; }
+	return $rc
+}
+check "segment on 2 MiB huge pages when reserved; /dev/shm fallback announced when not" hugepages
+
+echo "it_safety: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
