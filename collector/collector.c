@@ -190,25 +190,35 @@ static int finish(tb_collector *c)
 	return rc ? rc : frc;
 }
 
+/* A failed write loses log output, not the bus: report each new error once
+ * and keep draining, so producers never see a full ring because of a disk. */
+static void report_io_error(tb_collector *c, int rc)
+{
+	if (rc == 0 || rc == c->last_io_error)
+		return;
+	const char *why = NULL;
+	tb_writer_error(c->writer, &why);
+	fprintf(stderr, "tailbusd: log output failing: %s (%s); still collecting\n",
+		why ? why : "write error", strerror(-rc));
+	c->last_io_error = rc;
+}
+
 int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 {
 	struct timespec idle = {0, (long)c->cfg.idle_ns};
-	int rc = 0;
-	while (!*stop && rc == 0) {
+	while (!*stop) {
 		uint64_t n = tb_collector_drain_pass(c);
 		int64_t mono = clock_ns(CLOCK_MONOTONIC);
-		rc = close_due(c, mono + c->clock_offset_ns);
+		report_io_error(c, close_due(c, mono + c->clock_offset_ns));
 		if (mono >= c->next_housekeep_ns) {
 			tb_collector_housekeep(c, mono);
 			c->next_housekeep_ns = mono + TB_COLLECTOR_HOUSEKEEP_NS;
-			if (rc == 0)
-				rc = tb_writer_poll(c->writer);
+			report_io_error(c, tb_writer_poll(c->writer));
 		}
 		if (n == 0 && c->cfg.idle_ns > 0)
 			nanosleep(&idle, NULL);
 	}
-	int frc = finish(c);
-	return rc ? rc : frc;
+	return finish(c);
 }
 
 void tb_collector_close(tb_collector *c)

@@ -100,6 +100,7 @@ typedef struct tb_collector {
 	int64_t next_housekeep_ns;
 	uint64_t late_total, series_exhausted;
 	int lock_fd;
+	int last_io_error;      /* the last log error reported, to report each once */
 	volatile sig_atomic_t *stop;
 } tb_collector;
 

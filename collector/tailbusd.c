@@ -192,8 +192,6 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (tune_process(&o) < 0)
-		return 1;
 	char comment[128];
 	snprintf(comment, sizeof(comment), "Logged with tailbusd 0.1 bus %s", o.cfg.bus);
 	o.cfg.writer.comment = comment;
@@ -202,6 +200,11 @@ int main(int argc, char **argv)
 	rc = tb_collector_open(&c, &o.cfg, &why);
 	if (rc < 0) {
 		fprintf(stderr, "tailbusd: bus %s: %s (%s)\n", o.cfg.bus, why, strerror(-rc));
+		tb_collector_close(&c);
+		return 1;
+	}
+	/* pin after opening: the writer's threads stay off the drain loop's core */
+	if (tune_process(&o) < 0) {
 		tb_collector_close(&c);
 		return 1;
 	}
