@@ -1,0 +1,36 @@
+/* tailbus/live.h - reading the collector's published intervals, lock-free.
+ *
+ * The collector publishes each metric's last intervals under a sequence
+ * counter: odd while it writes, even when stable. A reader copies what it
+ * needs between two reads of the counter and keeps the copy only if both
+ * reads are the same even value. A collector that died mid-write leaves the
+ * counter odd forever, so readers give up after a bounded number of tries
+ * (and say so) instead of spinning. No system call is made.
+ */
+#ifndef TAILBUS_LIVE_H
+#define TAILBUS_LIVE_H
+
+#include <stdint.h>
+
+#include "tailbus/hist.h"
+#include "tailbus/segment.h"
+
+#define TB_LIVE_READ_TRIES 1000
+
+typedef struct tb_live_snapshot {
+	uint32_t count;          /* intervals available (<= live_intervals) */
+	tb_live_interval newest; /* the most recent one */
+} tb_live_snapshot;
+
+/* The newest published interval of metric `id`. Returns 0, -ENOENT when
+ * nothing was published yet, -EAGAIN when no stable copy could be taken in
+ * TB_LIVE_READ_TRIES tries, or -EINVAL for a bad id. */
+int tb_live_read_newest(const tb_seg *s, uint32_t id, tb_live_snapshot *out);
+
+/* Interval `age` (0 = newest) of metric `id`, with its histogram decoded into
+ * `h` (zeroed or from an earlier call; free with tb_hist_free) when the
+ * collector could include it. Returns 0 (h->total == summary count), 1 when
+ * only the summary is available, or the errors above (-ERANGE: age too old). */
+int tb_live_read(const tb_seg *s, uint32_t id, uint32_t age, tb_live_interval *summary, tb_hist *h);
+
+#endif
