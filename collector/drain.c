@@ -133,13 +133,15 @@ static bool metric_ready(const tb_collector *c, uint16_t metric)
 	return __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == TB_METRIC_READY;
 }
 
-static void joined(tb_collector *c, uint32_t slot, uint16_t metric, int rc, int64_t latency,
-		   int64_t at)
+static void joined(tb_collector *c, uint32_t slot, uint16_t metric, bool start, int rc,
+		   int64_t latency, int64_t at)
 {
 	if (rc == TB_JOIN_MATCHED)
 		record(c, slot, metric, latency, at);
+	else if (rc == TB_JOIN_FULL && start) /* no room to wait for its other half */
+		c->counts[c->cur][metric].unmatched_start++;
 	else if (rc == TB_JOIN_FULL)
-		c->counts[c->cur][metric].unmatched_start++; /* no room to wait for its other half */
+		c->counts[c->cur][metric].unmatched_end++;
 }
 
 static void decode(tb_collector *c, uint32_t slot, const tb_event *ev, int64_t now_mono)
@@ -161,11 +163,11 @@ static void decode(tb_collector *c, uint32_t slot, const tb_event *ev, int64_t n
 		break;
 	case TB_EV_START: /* a match completes at the parked END's time */
 		rc = tb_join_start(&c->join, metric, field, at, now_mono, &latency);
-		joined(c, slot, metric, rc, latency, at + (latency > 0 ? latency : 0));
+		joined(c, slot, metric, true, rc, latency, at + (latency > 0 ? latency : 0));
 		break;
 	case TB_EV_END:
 		rc = tb_join_end(&c->join, metric, field, at, now_mono, &latency);
-		joined(c, slot, metric, rc, latency, at);
+		joined(c, slot, metric, false, rc, latency, at);
 		break;
 	default:
 		c->slots[slot].bad_events++; /* MARK: reserved */
