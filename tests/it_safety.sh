@@ -147,6 +147,28 @@ permissions() {
 }
 check "another user cannot attach to a 0600 segment" permissions
 
+group_permissions() {
+	need_root || return $?
+	local bus=grp gid=4242
+	start_collector $bus --group $gid || return 1
+	local mode group
+	mode=$(stat -c %a "$tmp/$bus/seg/$bus.tailbus")
+	group=$(stat -c %g "$tmp/$bus/seg/$bus.tailbus")
+	[[ $mode == 660 && $group == "$gid" ]] || { echo "  segment mode $mode group $group"; stop_collector "$cpid"; return 1; }
+	# a member of the group records; a user outside it does not
+	local member outsider rc1=0 rc2=0
+	member=$(TAILBUS_DIR="$tmp/$bus/seg" setpriv --reuid=65534 --regid=$gid --clear-groups \
+		"$TB_EMIT" --bus $bus --count 100 --prefix grp 2>&1) || rc1=$?
+	outsider=$(TAILBUS_DIR="$tmp/$bus/seg" setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$TB_EMIT" --bus $bus --count 100 --prefix out 2>&1) || rc2=$?
+	sleep 0.3
+	stop_collector "$cpid" || return 1
+	[[ $rc1 -eq 0 && "$member" == "100 100 0" ]] || { echo "  group member: $member"; return 1; }
+	[[ $rc2 -ne 0 ]] || { echo "  outsider attached: $outsider"; return 1; }
+	[[ $("$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format csv | awk -F, '$1=="grp0"{print $3}') == 100 ]]
+}
+check "--group: 0660 for that group; members record, others cannot" group_permissions
+
 hugepages() {
 	need_root || return $?
 	local before
