@@ -218,7 +218,8 @@ static int decode_v2_counts(const uint8_t *p, size_t n, tb_hist *h, const char *
 		}
 		if (index >= h->counts_len)
 			return fail(why, "counts: count past the counts length", -EINVAL);
-		tb_hist_set_count_at_index(h, (int32_t)index++, v);
+		if (tb_hist_set_count_at_index(h, (int32_t)index++, v) < 0)
+			return fail(why, "counts: total passes INT64_MAX", -EINVAL);
 	}
 	return 0;
 }
@@ -237,7 +238,8 @@ static int decode_fixed_counts(const uint8_t *p, size_t n, size_t word, tb_hist 
 				      : (int16_t)((uint16_t)w[0] << 8 | w[1]);
 		if (c < 0)
 			return fail(why, "counts: negative count", -EINVAL);
-		tb_hist_set_count_at_index(h, (int32_t)i, c);
+		if (tb_hist_set_count_at_index(h, (int32_t)i, c) < 0)
+			return fail(why, "counts: total passes INT64_MAX", -EINVAL);
 	}
 	return 0;
 }
@@ -287,6 +289,24 @@ int tb_v2_decode_inner(const uint8_t *buf, size_t len, tb_hist *out, const char 
 	return rc;
 }
 
+/* The most payload bytes an inner header's layout can need, or a negative
+ * errno with *why when the header is not a V1/V2 one with a valid layout. */
+static int64_t payload_limit(const uint8_t *header, const char **why)
+{
+	uint32_t cookie = get_be32(header);
+	uint32_t base = COOKIE_BASE(cookie);
+	if (base == V0_INNER_BASE)
+		return fail(why, "cookie: V0 encoding is not supported", -ENOTSUP);
+	if (base != V2_INNER_BASE && base != V1_INNER_BASE)
+		return fail(why, "cookie: not an HdrHistogram encoding cookie", -EINVAL);
+	int32_t len = tb_hist_counts_len((int64_t)get_be64(header + 16),
+					 (int64_t)get_be64(header + 24), (int32_t)get_be32(header + 12));
+	if (len < 0)
+		return fail(why, "layout: significant digits, lowest or highest value out of range", -EINVAL);
+	size_t word = base == V2_INNER_BASE ? TB_V2_MAX_WORD_SIZE : v1_word_size(cookie);
+	return (int64_t)word * len;
+}
+
 /* Inflate exactly the zlib stream into a buffer sized from the header's
  * payload length; anything short or long is an error. */
 static int inflate_inner(const uint8_t *z, size_t zlen, uint8_t **inner, size_t *inner_len,
@@ -307,11 +327,13 @@ static int inflate_inner(const uint8_t *z, size_t zlen, uint8_t **inner, size_t 
 		return fail(why, "zlib: stream is corrupt or shorter than the 40-byte header", -EINVAL);
 	}
 	uint32_t payload_len = get_be32(header + 4);
-	/* no valid layout has more than INT32_MAX counts of 9 bytes; refuse
-	 * absurd lengths before allocating */
-	if (payload_len > (uint32_t)INT32_MAX) {
+	/* refuse a length the header's own layout cannot need before allocating
+	 * for it: one corrupted byte must not cost gigabytes */
+	int64_t limit = payload_limit(header, why);
+	if (limit < 0 || payload_len > (uint64_t)limit) {
 		inflateEnd(&s);
-		return fail(why, "payload length: larger than any histogram", -EINVAL);
+		return limit < 0 ? (int)limit
+				 : fail(why, "payload length: larger than the layout can hold", -EINVAL);
 	}
 	size_t total = TB_V2_HEADER_SIZE + (size_t)payload_len;
 	uint8_t *buf = malloc(total + 1); /* +1 catches a stream longer than declared */

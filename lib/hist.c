@@ -224,7 +224,9 @@ int64_t tb_hist_lowest_equivalent(const tb_hist *h, int64_t value)
 
 int64_t tb_hist_highest_equivalent(const tb_hist *h, int64_t value)
 {
-	return tb_hist_lowest_equivalent(h, value) + tb_hist_size_of_range(h, value) - 1;
+	/* the top bucket of a layout reaching INT64_MAX ends exactly at 2^63:
+	 * subtract before adding */
+	return tb_hist_lowest_equivalent(h, value) + (tb_hist_size_of_range(h, value) - 1);
 }
 
 int64_t tb_hist_median_equivalent(const tb_hist *h, int64_t value)
@@ -253,6 +255,8 @@ int tb_hist_record_n(tb_hist *h, int64_t value, int64_t n)
 		return -EINVAL;
 	if (n == 0)
 		return 0;
+	if (n > INT64_MAX - h->total)
+		return -EOVERFLOW; /* no counter can pass the total */
 	if (value > h->highest) {
 		value = h->highest;
 		h->clamped += n;
@@ -277,6 +281,8 @@ int tb_hist_set_count_at_index(tb_hist *h, int32_t index, int64_t count)
 {
 	if (index < 0 || index >= h->counts_len || count < 0)
 		return -EINVAL;
+	if (count - h->counts[index] > INT64_MAX - h->total)
+		return -EOVERFLOW;
 	h->total += count - h->counts[index];
 	h->counts[index] = count;
 	if (count > 0)
@@ -288,6 +294,9 @@ int tb_hist_set_count_at_index(tb_hist *h, int32_t index, int64_t count)
 
 int tb_hist_add(tb_hist *dst, const tb_hist *src)
 {
+	/* every counter is at most the total: checking the totals is enough */
+	if (src->total > INT64_MAX - dst->total)
+		return -EOVERFLOW;
 	if (tb_hist_same_layout(dst, src)) {
 		for (int32_t i = 0, n = used_len(src); i < n; i++)
 			dst->counts[i] += src->counts[i];

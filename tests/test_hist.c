@@ -370,6 +370,44 @@ static void percentile_iterator_ends_with_a_100_percent_step(void **state)
 	tb_hist_free(&h);
 }
 
+static void top_bucket_of_a_full_range_layout_does_not_overflow(void **state)
+{
+	(void)state;
+	tb_hist h;
+	assert_int_equal(tb_hist_init(&h, 1, INT64_MAX, 3), 0);
+	assert_int_equal(tb_hist_record(&h, INT64_MAX), 0);
+	assert_true(tb_hist_max(&h) == INT64_MAX);
+	assert_true(tb_hist_value_at_percentile(&h, 100) == INT64_MAX);
+	tb_hist_free(&h);
+}
+
+static void totals_past_int64_max_are_refused_not_wrapped(void **state)
+{
+	(void)state;
+	tb_hist a, b;
+	tb_hist_init(&a, 1, HOUR_NS, 3);
+	tb_hist_init_like(&b, &a);
+	assert_int_equal(tb_hist_record_n(&a, 1000, INT64_C(1) << 62), 0);
+	assert_int_equal(tb_hist_record_n(&b, 1000, INT64_C(1) << 62), 0);
+	/* 2^62 + 2^62 = 2^63, one past INT64_MAX: refused, a unchanged */
+	assert_int_equal(tb_hist_add(&a, &b), -EOVERFLOW);
+	assert_int_equal(a.total, INT64_C(1) << 62);
+	tb_hist_free(&a);
+	tb_hist_free(&b);
+	tb_hist_init(&a, 1, HOUR_NS, 3);
+	tb_hist_init_like(&b, &a);
+	tb_hist_record_n(&a, 1000, INT64_MAX - 5);
+	tb_hist_record_n(&b, 2000, 10);
+	int64_t before = a.total;
+	assert_int_equal(tb_hist_add(&a, &b), -EOVERFLOW);
+	assert_int_equal(a.total, before);
+	assert_int_equal(tb_hist_record_n(&a, 7, 6), -EOVERFLOW);
+	assert_int_equal(tb_hist_set_count_at_index(&a, 5, 6), -EOVERFLOW);
+	assert_int_equal(a.total, before);
+	tb_hist_free(&a);
+	tb_hist_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +428,8 @@ int main(void)
 		cmocka_unit_test(init_at_uses_caller_memory_and_checks_its_size),
 		cmocka_unit_test(recorded_iterator_visits_each_bucket_once),
 		cmocka_unit_test(percentile_iterator_ends_with_a_100_percent_step),
+		cmocka_unit_test(top_bucket_of_a_full_range_layout_does_not_overflow),
+		cmocka_unit_test(totals_past_int64_max_are_refused_not_wrapped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,8 +162,11 @@ static int take_entry(struct state *st, const tb_log_reader *r, const tb_log_ent
 		return 0;
 	size_t index;
 	struct tag_acc *t = find_tag(st, e->tag, &e->hist, &index);
-	if (!t || tb_hist_add_growing(&t->merged, &e->hist) < 0)
+	if (!t)
 		return -ENOMEM;
+	int rc = tb_hist_add_growing(&t->merged, &e->hist);
+	if (rc < 0)
+		return rc;
 	t->intervals++;
 	if (st->opt.output_log) {
 		const char *payload;
@@ -197,7 +200,14 @@ static void read_one(struct state *st, const char *path)
 	memset(&e, 0, sizeof(e));
 	tb_log_reader_init(&r, text, len);
 	while ((rc = tb_log_reader_next(&r, &e)) != 0) {
-		if (rc == -ENOMEM || (rc > 0 && take_entry(st, &r, &e) < 0)) {
+		int taken = rc > 0 ? take_entry(st, &r, &e) : 0;
+		if (taken == -EOVERFLOW) {
+			tb_cli_error(VERB, "%s: line %zu: tag '%s' would count more than 2^63 samples; "
+				     "line not merged", path, e.line, e.tag);
+			st->status = TB_EXIT_INPUT;
+			continue;
+		}
+		if (rc == -ENOMEM || taken < 0) {
 			tb_cli_error(VERB, "%s: out of memory", path);
 			st->status = TB_EXIT_INPUT;
 			break;

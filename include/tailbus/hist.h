@@ -83,7 +83,8 @@ void tb_hist_reset(tb_hist *h);
 bool tb_hist_same_layout(const tb_hist *a, const tb_hist *b);
 
 /* Record `n` samples of `value`. Above H: clamped to H and counted.
- * Returns 0, or -EINVAL for a negative value or count (nothing recorded). */
+ * Returns 0, -EINVAL for a negative value or count, or -EOVERFLOW when the
+ * total would pass INT64_MAX (nothing recorded in either case). */
 int tb_hist_record_n(tb_hist *h, int64_t value, int64_t n);
 static inline int tb_hist_record(tb_hist *h, int64_t value)
 {
@@ -95,7 +96,8 @@ int tb_hist_record_corrected(tb_hist *h, int64_t value, int64_t interval);
 
 /* dst += src. Same layout: counts are added; otherwise each bucket of src is
  * re-recorded at its lowest equivalent value (values above dst's H are clamped
- * and counted). Returns 0. */
+ * and counted). Returns 0, or -EOVERFLOW (dst unchanged) when the total
+ * would pass INT64_MAX. */
 int tb_hist_add(tb_hist *dst, const tb_hist *src);
 /* Raise H to `highest` keeping L and S (owned counts only: the counts index
  * of a value does not depend on H, so existing counts stay where they are).
@@ -109,7 +111,8 @@ int tb_hist_add_growing(tb_hist *dst, const tb_hist *src);
 int tb_hist_subtract(tb_hist *dst, const tb_hist *src);
 
 /* Set a counter directly (decoders). Keeps total, min and max consistent.
- * Returns 0 or -EINVAL for a bad index or a negative count. */
+ * Returns 0, -EINVAL for a bad index or a negative count, or -EOVERFLOW when
+ * the total would pass INT64_MAX. */
 int tb_hist_set_count_at_index(tb_hist *h, int32_t index, int64_t count);
 
 /* Layout arithmetic (HDR_FORMAT.md sec 1). Values must be >= 0. */
