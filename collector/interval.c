@@ -52,17 +52,17 @@ static int reserve(tb_growbuf *b, size_t more)
 	return 0;
 }
 
+/* Publish the merged histogram's summary, and its compressed frame when it
+ * fits, under the metric's sequence counter. */
 static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t length,
-			 uint64_t bus_drops)
+			 uint64_t bus_drops, const uint8_t *frame, size_t frame_len)
 {
 	tb_live_metric *lm = tb_seg_live(&c->seg, m);
 	uint32_t k = lm->count == 0 ? 0 : (lm->newest + 1) % c->seg.layout.live_intervals;
 	tb_live_interval *li = tb_seg_live_interval(&c->seg, m, k);
 	tb_summary s;
 	tb_summarize(&c->merged, &s);
-	size_t len = 0;
-	bool fits = tb_v2_encode_inner(&c->merged, c->scratch, c->scratch_cap, &len) == 0 &&
-		    len <= c->seg.layout.live_hist_bytes;
+	bool fits = frame && frame_len <= c->seg.layout.live_hist_bytes;
 	uint64_t seq = lm->seq;
 	/* odd while writing; the fence orders that store before the data */
 	__atomic_store_n(&lm->seq, seq + 1, __ATOMIC_RELAXED);
@@ -78,13 +78,24 @@ static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t len
 	li->p999 = s.pct[3];
 	li->p9999 = s.pct[4];
 	li->dropped = bus_drops;
-	li->hist_len = fits ? (uint32_t)len : 0;
+	li->hist_len = fits ? (uint32_t)frame_len : 0;
 	if (fits)
-		memcpy((uint8_t *)(li + 1), c->scratch, len);
+		memcpy((uint8_t *)(li + 1), frame, frame_len);
 	lm->newest = k;
 	if (lm->count < c->seg.layout.live_intervals)
 		lm->count++;
 	__atomic_store_n(&lm->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* Encode the merged histogram once: V2 inner, then the compressed frame. */
+static int encode_merged(tb_collector *c, uint8_t **frame, size_t *frame_len)
+{
+	size_t inner_cap = tb_v2_inner_bound(&c->merged), inner_len;
+	*frame = c->scratch + inner_cap;
+	int rc = tb_v2_encode_inner(&c->merged, c->scratch, inner_cap, &inner_len);
+	return rc < 0 ? rc
+		      : tb_v2_compress(c->scratch, inner_len, LOG_ZLEVEL, *frame,
+				       c->scratch_cap - inner_cap, frame_len);
 }
 
 static int sidecar_row(tb_growbuf *b, double start, const char *scope, const char *name,
@@ -175,13 +186,18 @@ static int close_metric(tb_collector *c, uint16_t m, double base, int64_t length
 	char tag[TB_METRIC_NAME_MAX + 16];
 	merge_metric(c, m);
 	metric_tag(c, m, tag, sizeof(tag));
-	publish_live(c, m, start, length_ns, bus_drops);
+	uint8_t *frame = NULL;
+	size_t frame_len = 0;
+	int rc = encode_merged(c, &frame, &frame_len);
+	if (rc < 0)
+		return rc;
+	publish_live(c, m, start, length_ns, bus_drops, frame, frame_len);
 	if (tb_hist_total(&c->merged) > 0) {
 		if (reserve(&c->log, tb_log_line_bound(&c->merged)) < 0)
 			return -ENOMEM;
-		int n = tb_log_format_line(c->log.p + c->log.len, c->log.cap - c->log.len, tag,
-					   start_sec - base, (double)length_ns / 1e9, &c->merged,
-					   LOG_ZLEVEL, c->scratch, c->scratch_cap);
+		int n = tb_log_format_line_frame(c->log.p + c->log.len, c->log.cap - c->log.len, tag,
+						 start_sec - base, (double)length_ns / 1e9,
+						 tb_hist_max(&c->merged), frame, frame_len);
 		if (n < 0)
 			return n;
 		c->log.len += (size_t)n;

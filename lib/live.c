@@ -82,7 +82,7 @@ int tb_live_read(const tb_seg *s, uint32_t id, uint32_t age, tb_live_interval *s
 	if (rc == 0) {
 		*summary = c.iv;
 		const char *why;
-		if (!h || !c.hist_len || tb_v2_decode_inner(buf, c.hist_len, h, &why) < 0)
+		if (!h || !c.hist_len || tb_v2_decode(buf, c.hist_len, h, &why) < 0)
 			rc = 1;
 	}
 	free(buf);

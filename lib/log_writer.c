@@ -78,9 +78,9 @@ size_t tb_log_line_bound(const tb_hist *h)
 	return LINE_OVERHEAD + tb_base64_encoded_len(tb_v2_frame_bound(h));
 }
 
-int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_sec,
-		       double length_sec, const tb_hist *h, int zlevel, uint8_t *scratch,
-		       size_t scratch_cap)
+int tb_log_format_line_frame(char *buf, size_t cap, const char *tag, double start_rel_sec,
+			     double length_sec, int64_t max_value, const uint8_t *frame,
+			     size_t frame_len)
 {
 	char start[NUM_BUF], len[NUM_BUF], max[NUM_BUF];
 	size_t o = 0;
@@ -94,7 +94,7 @@ int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_
 	}
 	tb_fmt_java_fixed(start, sizeof(start), start_rel_sec, 0, LOG_TIMESTAMP_DIGITS);
 	tb_fmt_java_fixed(len, sizeof(len), length_sec, 0, LOG_TIMESTAMP_DIGITS);
-	tb_fmt_java_fixed(max, sizeof(max), (double)tb_hist_max(h) / TB_LOG_MAX_UNIT_RATIO, 0,
+	tb_fmt_java_fixed(max, sizeof(max), (double)max_value / TB_LOG_MAX_UNIT_RATIO, 0,
 			  LOG_TIMESTAMP_DIGITS);
 	rc |= appendf(buf, cap, &o, start);
 	rc |= appendf(buf, cap, &o, ",");
@@ -105,7 +105,7 @@ int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_
 	if (rc)
 		return -ENOSPC;
 	size_t b64_len;
-	rc = tb_v2_encode_base64(h, zlevel, buf + o, cap - o, &b64_len, scratch, scratch_cap);
+	rc = tb_base64_encode(frame, frame_len, buf + o, cap - o, &b64_len);
 	if (rc < 0)
 		return rc;
 	o += b64_len;
@@ -114,6 +114,24 @@ int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_
 	buf[o++] = '\n';
 	buf[o] = '\0';
 	return (int)o;
+}
+
+int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_sec,
+		       double length_sec, const tb_hist *h, int zlevel, uint8_t *scratch,
+		       size_t scratch_cap)
+{
+	size_t inner_cap = tb_v2_inner_bound(h), inner_len, frame_len;
+	if (scratch_cap < inner_cap + tb_v2_frame_bound(h))
+		return -ENOSPC;
+	uint8_t *frame = scratch + inner_cap;
+	int rc = tb_v2_encode_inner(h, scratch, inner_cap, &inner_len);
+	if (rc == 0)
+		rc = tb_v2_compress(scratch, inner_len, zlevel, frame, scratch_cap - inner_cap,
+				    &frame_len);
+	if (rc < 0)
+		return rc;
+	return tb_log_format_line_frame(buf, cap, tag, start_rel_sec, length_sec, tb_hist_max(h),
+					frame, frame_len);
 }
 
 /* ---- stdio wrapper ---- */

@@ -53,6 +53,12 @@ int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_
 		       double length_sec, const tb_hist *h, int zlevel, uint8_t *scratch,
 		       size_t scratch_cap);
 
+/* The same from an already compressed frame (tb_v2_compress), for a caller
+ * that also keeps the frame (the collector's live area). */
+int tb_log_format_line_frame(char *buf, size_t cap, const char *tag, double start_rel_sec,
+			     double length_sec, int64_t max_value, const uint8_t *frame,
+			     size_t frame_len);
+
 /* stdio convenience for the tools. */
 typedef struct tb_log_writer {
 	FILE *f;

@@ -109,14 +109,15 @@ typedef struct tb_metric_entry {
 static_assert(sizeof(tb_metric_entry) == TB_CACHELINE, "metric entry is one cache line");
 
 /* Summary of one published interval, followed in the live area by up to
- * live_hist_bytes of its histogram as a V2 inner buffer (uncompressed). */
+ * live_hist_bytes of its histogram as a compressed V2 frame (the bytes of its
+ * log line's payload, before base64). */
 typedef struct tb_live_interval {
 	int64_t start_ns; /* wall clock, ns since the epoch */
 	int64_t length_ns;
 	int64_t count;
 	int64_t min, max;
 	int64_t p50, p90, p99, p999, p9999;
-	uint64_t dropped;   /* ring drops of the producers of this metric's rings */
+	uint64_t dropped;   /* ring drops on the whole bus during the interval */
 	uint32_t hist_len;  /* 0: the histogram did not fit, summary only */
 	uint32_t reserved;
 } tb_live_interval;
