@@ -15,8 +15,13 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
+	{"top", tb_cmd_top, "live percentiles per metric from a bus (or a growing log)"},
+	{"load", tb_cmd_load, "open-loop load generator and reference engine, recording through a bus"},
 	{"replay", tb_cmd_replay, "read interval logs: merge, summarise, print percentiles, rewrite"},
+	{"compare", tb_cmd_compare, "compare two sets of runs, percentile by percentile, with their spread"},
 	{"model", tb_cmd_model, "coordinated omission in a FIFO server model: closed vs open loop"},
+	{"clock", tb_cmd_clock, "clock sources, their cost and resolution, and a recommendation"},
+	{"env", tb_cmd_env, "the machine, kernel and build a measurement was taken on"},
 };
 
 static void usage(FILE *out)
@@ -34,8 +39,13 @@ int main(int argc, char **argv)
 		return argc < 2 ? TB_EXIT_USAGE : TB_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
-		if (!strcmp(argv[1], verbs[i].name))
-			return verbs[i].run(argc - 1, argv + 1);
+		if (strcmp(argv[1], verbs[i].name))
+			continue;
+		if (!verbs[i].run) {
+			fprintf(stderr, "tailbus: '%s' is not built in this version\n", argv[1]);
+			return TB_EXIT_USAGE;
+		}
+		return verbs[i].run(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "tailbus: unknown verb '%s'\n", argv[1]);
 	usage(stderr);
