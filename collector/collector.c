@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "tailbus/log.h"
 #include "tailbus/codec.h"
 
 #define NS_PER_SEC 1000000000LL
@@ -136,6 +137,10 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	c->interval_start_ns = now / cfg->interval_ns * cfg->interval_ns;
 	tb_writer_config wc = cfg->writer;
 	wc.bus = cfg->bus;
+	/* tb_span and tb_end carry the intended time: everything this collector
+	 * logs is open-loop data, and replay refuses to "correct" it */
+	if (!wc.extra_header)
+		wc.extra_header = TB_OPEN_LOOP_MARK "\n";
 	if ((rc = tb_writer_open(&c->writer, &wc, c->interval_start_ns, why)) < 0)
 		return rc;
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;

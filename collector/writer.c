@@ -58,7 +58,9 @@
  * in pieces of this size, continued like short writes. */
 #define WRITE_CHUNK_MAX (1u << 30)
 /* tb_log_format_header's five lines, each under HdrHistogram_c's 128 bytes. */
-#define HEADER_MAX 1024
+#define HEADER_MAX 8192
+/* room left for extra header lines beside the five standard ones */
+#define EXTRA_HEADER_MAX (HEADER_MAX - 1024)
 /* "-N" suffixes tried for one start second before giving up. */
 #define NAME_SUFFIX_MAX 1000
 /* UTC start in file names: YYYYmmddTHHMMSSZ */
@@ -103,7 +105,7 @@ struct job {
 
 struct tb_writer {
 	tb_writer_config cfg; /* strings point at the copies below */
-	char *dir, *bus, *comment;
+	char *dir, *bus, *comment, *extra_header;
 	int64_t file_start_ns;
 	uint64_t header_len; /* of the current .hlog */
 	int intervals_since_fsync;
@@ -684,6 +686,21 @@ static double seconds(int64_t ns)
 	return (double)ns / 1e9;
 }
 
+/* Put the configured extra '#[...]' lines after the header's first line
+ * (the comment), so every reader still finds StartTime, BaseTime and the
+ * legend where it expects them. */
+static int insert_extra_header(const tb_writer *w, char *header, size_t n)
+{
+	size_t extra = w->extra_header ? strlen(w->extra_header) : 0;
+	if (!extra || n + extra >= HEADER_MAX)
+		return (int)n; /* sizes checked at open */
+	char *nl = memchr(header, '\n', n);
+	size_t at = w->comment && nl ? (size_t)(nl - header) + 1 : 0;
+	memmove(header + at + extra, header + at, n - at);
+	memcpy(header + at, w->extra_header, extra);
+	return (int)(n + extra);
+}
+
 /* Make `files` current and queue their headers. */
 static int install_pair(tb_writer *w, const struct wfile files[FILE_COUNT], int64_t start_ns)
 {
@@ -696,6 +713,7 @@ static int install_pair(tb_writer *w, const struct wfile files[FILE_COUNT], int6
 				     seconds(start_ns));
 	if (n < 0)
 		return n; /* checked at open: cannot happen */
+	n = insert_extra_header(w, header, (size_t)n);
 	w->header_len = (uint64_t)n;
 	int t = snprintf(title, sizeof(title), SIDECAR_TITLE "%s\n" TB_SIDECAR_COLUMNS,
 			 base_name(w->files[FILE_LOG].path));
@@ -928,6 +946,25 @@ void tb_writer_config_default(tb_writer_config *c)
 	c->fsync_every = TB_WRITER_DEFAULT_FSYNC_EVERY;
 }
 
+/* Extra header lines: whole "#[...]" lines, each under HdrHistogram_c's
+ * 128-byte limit, and not too many. */
+static int check_extra_header(const char *extra, const char **why)
+{
+	if (!extra)
+		return 0;
+	size_t n = strlen(extra);
+	bool ok = n < EXTRA_HEADER_MAX && (n == 0 || extra[n - 1] == '\n');
+	for (const char *line = extra; ok && *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t len = (size_t)(nl - line);
+		ok = len >= 3 && len < 128 && line[0] == '#' && line[1] == '[' && line[len - 1] == ']';
+		line = nl + 1;
+	}
+	if (!ok)
+		*why = "extra header lines must be whole '#[...]' lines of under 128 bytes";
+	return ok ? 0 : -EINVAL;
+}
+
 static int check_config(const tb_writer_config *c, const char **why)
 {
 	char header[HEADER_MAX];
@@ -947,7 +984,7 @@ static int check_config(const tb_writer_config *c, const char **why)
 		*why = "the header comment contains ']' or a newline, or is too long";
 		return -EINVAL;
 	}
-	return 0;
+	return check_extra_header(c->extra_header, why);
 }
 
 static void destroy(tb_writer *w)
@@ -967,6 +1004,7 @@ static void destroy(tb_writer *w)
 	free(w->dir);
 	free(w->bus);
 	free(w->comment);
+	free(w->extra_header);
 	free(w);
 }
 
@@ -982,6 +1020,7 @@ static int alloc_writer(tb_writer **out, const tb_writer_config *c)
 	w->dir = strdup(c->dir);
 	w->bus = strdup(c->bus);
 	w->comment = c->comment ? strdup(c->comment) : NULL;
+	w->extra_header = c->extra_header ? strdup(c->extra_header) : NULL;
 	w->nbufs = c->queue_depth;
 	w->bufs = calloc((size_t)w->nbufs, sizeof(*w->bufs));
 	if (!w->dir || !w->bus || (c->comment && !w->comment) || !w->bufs)

@@ -30,6 +30,7 @@ typedef struct tb_writer_config {
 	const char *dir;        /* where the logs go (created if missing) */
 	const char *bus;        /* names the files */
 	const char *comment;    /* the log header's first line, e.g. "Logged with tailbus 0.1 ..." */
+	const char *extra_header; /* more "#[...]\n" lines (each < 128 bytes) after it, or NULL */
 	bool force_fallback;    /* use the pwrite thread even if io_uring works */
 	int queue_depth;        /* buffers (and so writes) in flight at most */
 	int fsync_every;        /* intervals between fsyncs; 0 = only at rotation and close */

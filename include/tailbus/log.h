@@ -36,6 +36,11 @@ extern "C" {
 #define TB_LOG_TAG_MAX 256
 #define TB_LOG_ERR_MAX 256
 
+/* A header line marking a log whose latencies are measured from the
+ * intended time (every tailbusd log). Coordinated-omission correction must
+ * not be applied to such data. */
+#define TB_OPEN_LOOP_MARK "#[tailbus: open-loop: latencies are measured from the intended time]"
+
 /* ---- writer ---- */
 
 /* True when tag is non-empty and has no ',', space, CR or LF. */
