@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "tailbus/env.h"
 #include "tailbus/log.h"
 #include "tailbus/codec.h"
 
@@ -138,9 +139,16 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	tb_writer_config wc = cfg->writer;
 	wc.bus = cfg->bus;
 	/* tb_span and tb_end carry the intended time: everything this collector
-	 * logs is open-loop data, and replay refuses to "correct" it */
-	if (!wc.extra_header)
-		wc.extra_header = TB_OPEN_LOOP_MARK "\n";
+	 * logs is open-loop data, and replay refuses to "correct" it. Then the
+	 * environment the numbers were measured on. */
+	if (!wc.extra_header) {
+		tb_env env;
+		tb_env_collect(&env);
+		int n = snprintf(c->extra_header, sizeof(c->extra_header), "%s\n", TB_OPEN_LOOP_MARK);
+		if (tb_env_format_header_lines(&env, c->extra_header + n, sizeof(c->extra_header) - (size_t)n) < 0)
+			c->extra_header[n] = '\0';
+		wc.extra_header = c->extra_header;
+	}
 	if ((rc = tb_writer_open(&c->writer, &wc, c->interval_start_ns, why)) < 0)
 		return rc;
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;

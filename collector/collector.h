@@ -100,7 +100,8 @@ typedef struct tb_collector {
 	int64_t next_housekeep_ns;
 	uint64_t late_total, series_exhausted;
 	int lock_fd;
-	int last_io_error;      /* the last log error reported, to report each once */
+	int last_io_error;
+	char extra_header[4096 + 128]; /* open-loop mark and environment lines for the log */      /* the last log error reported, to report each once */
 	volatile sig_atomic_t *stop;
 } tb_collector;
 

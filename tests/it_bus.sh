@@ -278,7 +278,7 @@ rotation() {
 	n=$(ls "$tmp/$bus"/log/*.hlog | wc -l)
 	[[ $n -eq 3 ]] || { echo "  $n log files kept, want 3"; return 1; }
 	for f in "$tmp/$bus"/log/*.hlog; do
-		head -5 "$f" | grep -q '^#\[Histogram log format version 1.3\]$' || { echo "  $f has no header"; return 1; }
+		sed '/^"StartTimestamp"/q' "$f" | grep -q '^#\[Histogram log format version 1.3\]$' || { echo "  $f has no header"; return 1; }
 		grep -q '^#\[tailbus: open-loop: ' "$f" || { echo "  $f is not marked open-loop"; return 1; }
 		[[ $(grep -c '^Tag=m0,' "$f") -ge 1 ]] || { echo "  $f has no interval"; return 1; }
 	done

@@ -1,0 +1,97 @@
+/* env.c - `tailbus env`: the machine, kernel and build a measurement ran on.
+ *
+ *   tailbus env [--json | --header]
+ *
+ * Prints what tb_env_collect() finds (tailbus/env.h): one "key value" line
+ * per field, one JSON object, or the '#[env key=value]' lines that go into
+ * the header of every log tailbus writes (--header, for a script to put
+ * before the legend line of a log some other tool wrote).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tailbus/env.h"
+
+#define VERB "env"
+
+enum format { FMT_TEXT, FMT_JSON, FMT_HEADER };
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: tailbus env [--json | --header]\n"
+		     "Prints the machine, kernel and command line, CPU model and count, governor,\n"
+		     "isolated CPUs, huge pages, THP, clocksource, compiler, version and commit.\n"
+		     "Anything that cannot be read shows as 'unknown'. --header prints them as\n"
+		     "interval-log header lines (each under 128 bytes), to go before the legend.\n");
+}
+
+static int print(const tb_env *e, enum format format)
+{
+	char header[TB_ENV_HEADER_CAP];
+	int rc;
+	switch (format) {
+	case FMT_JSON:
+		rc = tb_env_format_json(e, stdout);
+		putchar('\n');
+		return rc;
+	case FMT_HEADER:
+		rc = tb_env_format_header_lines(e, header, sizeof(header));
+		if (rc >= 0)
+			fputs(header, stdout);
+		return rc;
+	case FMT_TEXT: break;
+	}
+	return tb_env_format_text(e, stdout);
+}
+
+/* getopt_long's '?': an unknown option, or a flag given a value. */
+static void bad_option(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	if (optopt && eq && !strncmp(arg, "--", 2))
+		tb_cli_error(VERB, "option '%.*s' takes no value", (int)(eq - arg), arg);
+	else if (optopt && strncmp(arg, "--", 2))
+		tb_cli_error(VERB, "unknown option '-%c'", optopt);
+	else
+		tb_cli_error(VERB, "unknown option '%s'", arg);
+}
+
+int tb_cmd_env(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{"json", no_argument, 0, 'j'},
+		{"header", no_argument, 0, 'H'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
+	enum format format = FMT_TEXT;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, NULL)) != -1) {
+		switch (c) {
+		case 'j': format = FMT_JSON; break;
+		case 'H': format = FMT_HEADER; break;
+		case 'h': usage(stdout); return TB_EXIT_OK;
+		default:
+			bad_option(argv[optind - 1]);
+			usage(stderr);
+			return TB_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
+		usage(stderr);
+		return TB_EXIT_USAGE;
+	}
+	tb_env e;
+	tb_env_collect(&e);
+	int rc = print(&e, format);
+	if (rc < 0 || fflush(stdout) != 0) {
+		tb_cli_error(VERB, "cannot write the output: %s", strerror(rc < 0 ? -rc : errno));
+		return TB_EXIT_INPUT;
+	}
+	return TB_EXIT_OK;
+}
