@@ -185,11 +185,11 @@ static double cost_ns(const struct clock_def *def, int64_t n)
 {
 	double best = 0;
 	for (int round = 0; round < COST_ROUNDS; round++) {
-		volatile int64_t sink = 0;
+		volatile uint64_t sink = 0; /* unsigned: the sum may wrap */
 		int64_t t0 = read_posix(CLOCK_MONOTONIC);
 #define SPIN(READ)                            \
 	for (int64_t i = 0; i < n; i++)       \
-		sink += READ;
+		sink += (uint64_t)(READ);
 		EACH_KIND(def, SPIN)
 #undef SPIN
 		double mean = (double)(read_posix(CLOCK_MONOTONIC) - t0) / (double)n;
