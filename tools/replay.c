@@ -2,6 +2,8 @@
  *
  *   tailbus replay FILE... [--tag T] [--start S] [--end E]
  *                  [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]
+ *                  [--warmup auto|SECONDS] [--series] [--correct-co INTERVAL]
+ *                  [--plot DIR]
  *
  * Every selected interval of a tag, across all files, is added into one
  * histogram per tag (merged counts, never averaged percentiles). By default
@@ -13,24 +15,43 @@
  * --start/--end select intervals whose start lies that many seconds after
  * their file's StartTime, inclusive, as the Java tool does.
  *
+ * Each selected interval also becomes a row of per-interval figures (count,
+ * p50, p99, p99.9, max): the --series output, the p99-over-time plot and the
+ * input of the warm-up rule (warmup.h). The warm-up of a tag is counted from
+ * its first selected interval across all files (rotated files of one run
+ * continue each other). With --warmup the files are read twice: once for the
+ * rows, to decide where each tag's warm-up ends, and once to merge what
+ * follows it; the texts stay in memory between the two.
+ *
+ * --correct-co I re-records every bucket (its highest equivalent value v,
+ * count c) of each interval as c samples of v back-filled with expected
+ * interval I (tb_hist_record_corrected's rule, HDR_FORMAT.md sec 6; what
+ * Java's copyCorrectedForCoordinatedOmission does). That is only right for
+ * data from a closed-loop client, so it is refused on a log whose header
+ * carries the open-loop mark (every tailbusd log), except on tags ending in
+ * ".closed" (what `tailbus load --closed` records from the actual send).
+ *
  * A bad line or a missing file is reported in one sentence and skipped;
  * everything good is still used, and the exit status says something was wrong.
  * --output-log rewrites the selected intervals (payloads untouched) as one
- * valid log, sorted by start time, tags kept.
+ * valid log, sorted by start time, tags kept, open-loop mark kept.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "plot.h"
 #include "tailbus/codec.h"
 #include "tailbus/log.h"
 #include "tailbus/report.h"
 #include "tailbus/summary.h"
+#include "warmup.h"
 
 #define VERB "replay"
 /* --digits D: a fresh auto-resizing histogram from 1 up, like `new Histogram(D)`. */
@@ -39,8 +60,17 @@
 #define MERGE_INITIAL_HIGHEST 2
 /* Java's log writer compresses at zlib's best level. */
 #define OUTPUT_ZLEVEL 9
+/* The open-loop mark's stable prefix (TB_OPEN_LOOP_MARK in log.h starts with
+ * it); matched at the start of any line. */
+#define OPEN_LOOP_PREFIX "#[tailbus: open-loop"
+/* What `tailbus load --closed` appends to its from-the-actual-send metric. */
+#define CLOSED_LOOP_SUFFIX ".closed"
+/* --correct-co: more back-filled values than this for one bucket means the
+ * interval is far too small for the data (most likely in the wrong unit). */
+#define CO_MAX_BACKFILL 10000000LL
 
 enum format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HGRM, FMT_HGRM_CSV };
+enum warmup_mode { WARMUP_NONE, WARMUP_FIXED, WARMUP_AUTO };
 
 struct options {
 	const char *tag; /* NULL: every tag */
@@ -50,13 +80,41 @@ struct options {
 	int digits;
 	double unit_ratio;
 	int ticks;
+	enum warmup_mode warmup;
+	double warmup_s;
+	bool series;
+	int64_t co_interval; /* 0: no correction */
+	const char *plot_dir;
 };
 
 struct tag_acc {
 	char name[TB_LOG_TAG_MAX];
 	tb_hist merged;
-	size_t intervals;
+	size_t intervals; /* merged */
+	tb_interval_figures **run; /* every selected interval, in time order */
+	size_t nrun;
+	tb_warmup_result warm;
 };
+
+/* One selected interval's figures and its tag. */
+struct row {
+	tb_interval_figures f;
+	size_t tag;
+};
+
+struct file {
+	const char *path;
+	char *text; /* NULL: unreadable */
+	size_t len;
+	bool open_loop; /* header carries the open-loop mark */
+	bool used;      /* an interval of it was selected */
+	bool refused; /* --correct-co refused on this open-loop file */
+	char refused_tag[TB_LOG_TAG_MAX]; /* the first tag refused */
+};
+
+/* PASS_ONE rows and merges everything; with --warmup, PASS_ROWS only takes
+ * the rows and PASS_STEADY (same lines, same order) merges those not marked. */
+enum pass { PASS_ONE, PASS_ROWS, PASS_STEADY };
 
 /* A selected line, kept for --output-log by reference into its file text. */
 struct kept {
@@ -73,8 +131,13 @@ struct state {
 	size_t ntags;
 	struct kept *kept;
 	size_t nkept, kept_cap;
-	char **texts;
-	size_t ntexts;
+	struct file *files;
+	size_t nfiles;
+	struct row *rows;
+	size_t nrows, rows_cap, next_row;
+	tb_hist corrected; /* scratch for --correct-co */
+	bool have_corrected;
+	bool refused;
 	double first_start_time;
 	bool have_start_time;
 	int status;
@@ -86,14 +149,27 @@ static void usage(FILE *out)
 		"usage: tailbus replay FILE... [--tag T] [--start S] [--end E]\n"
 		"                      [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]\n"
 		"                      [--digits D] [--unit-ratio R] [--ticks N]\n"
+		"                      [--warmup auto|SECONDS] [--series] [--correct-co INTERVAL]\n"
+		"                      [--plot DIR]\n"
 		"Merges the intervals of each tag across FILEs and prints min, p50..p99.99, max\n"
 		"and mean with the sample count; '*' marks a percentile with fewer than %d\n"
 		"samples beyond it. --start/--end: seconds after each file's StartTime.\n"
 		"The merge histogram has the layout of each tag's first interval (as Java's\n"
 		"HistogramLogProcessor); --digits D merges into a fresh D-digit one instead.\n"
 		"--format hgrm prints HdrHistogram's percentile distribution (values divided\n"
-		"by --unit-ratio, %d ticks per half distance unless --ticks).\n",
-		TB_MIN_SAMPLES_BEYOND, TB_HGRM_DEFAULT_TICKS);
+		"by --unit-ratio, %d ticks per half distance unless --ticks).\n"
+		"--warmup SECONDS discards the intervals of each tag starting within SECONDS\n"
+		"of its first; --warmup auto ends the warm-up at the first interval whose p50\n"
+		"and p99, and their medians over the %d intervals from it, lie within +-%.0f%%\n"
+		"(more for noisy figures, at most %.0f%%) of the medians of the rest of the run,\n"
+		"in the run's first half (at least %d non-empty intervals needed).\n"
+		"--series adds per-interval count, p50, p99, p99.9 and max (text, csv, json).\n"
+		"--correct-co I back-fills coordinated omission with expected interval I\n"
+		"(closed-loop data only: refused on logs marked open-loop, except tags\n"
+		"ending in '.closed'). --plot DIR writes SVG charts: the percentile\n"
+		"spectrum of every tag, and p99, p99.9 and max over time per tag.\n",
+		TB_MIN_SAMPLES_BEYOND, TB_HGRM_DEFAULT_TICKS, TB_WARMUP_WINDOW,
+		TB_WARMUP_TOLERANCE * 100.0, TB_WARMUP_TOLERANCE_MAX * 100.0, TB_WARMUP_MIN_INTERVALS);
 }
 
 /* The tag's accumulator; created (shaped like `first`) when `first` is given. */
@@ -154,18 +230,127 @@ static void last_field(const tb_log_reader *r, const char **p, size_t *n)
 	*n = end - from;
 }
 
-static int take_entry(struct state *st, const tb_log_reader *r, const tb_log_entry *e)
+/* ---- coordinated-omission correction ---- */
+
+static bool closed_loop_tag(const char *tag)
 {
-	if (st->opt.tag && strcmp(st->opt.tag, e->tag))
+	size_t n = strlen(tag), k = strlen(CLOSED_LOOP_SUFFIX);
+	return n >= k && !strcmp(tag + n - k, CLOSED_LOOP_SUFFIX);
+}
+
+static bool marked_open_loop(const char *text, size_t len)
+{
+	size_t k = strlen(OPEN_LOOP_PREFIX);
+	for (size_t i = 0; i + k <= len;) {
+		if (!strncmp(text + i, OPEN_LOOP_PREFIX, k))
+			return true;
+		const char *nl = memchr(text + i, '\n', len - i);
+		if (!nl)
+			break;
+		i = (size_t)(nl - text) + 1;
+	}
+	return false;
+}
+
+/* n samples of value, back-filled as tb_hist_record_corrected does for one. */
+static int record_corrected_n(tb_hist *h, int64_t value, int64_t n, int64_t interval)
+{
+	int rc = tb_hist_record_n(h, value, n);
+	if (rc || value <= interval)
+		return rc;
+	if (value / interval > CO_MAX_BACKFILL)
+		return -E2BIG;
+	for (int64_t missing = value - interval; missing >= interval; missing -= interval) {
+		if ((rc = tb_hist_record_n(h, missing, n)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* st->corrected = src with every bucket re-recorded, corrected. Each bucket
+ * stands for its highest equivalent value, as Java's corrected copy has it. */
+static int correct(struct state *st, const tb_hist *src)
+{
+	tb_hist *c = &st->corrected;
+	int rc = 0;
+	if (st->have_corrected && tb_hist_same_layout(c, src)) {
+		tb_hist_reset(c);
+	} else {
+		if (st->have_corrected)
+			tb_hist_free(c);
+		st->have_corrected = false;
+		if ((rc = tb_hist_init_like(c, src)) < 0)
+			return rc;
+		st->have_corrected = true;
+	}
+	if (tb_hist_max(src) > c->highest && (rc = tb_hist_grow(c, tb_hist_max(src))) < 0)
+		return rc;
+	tb_hist_iter it;
+	tb_hist_iter_recorded(&it, src);
+	while (rc == 0 && tb_hist_iter_next(&it))
+		rc = record_corrected_n(c, it.value, it.count, st->opt.co_interval);
+	return rc;
+}
+
+/* ---- reading ---- */
+
+static int add_row(struct state *st, size_t tag, const tb_hist *h, const tb_log_entry *e)
+{
+	if (st->nrows == st->rows_cap) {
+		size_t cap = st->rows_cap ? 2 * st->rows_cap : 1024;
+		struct row *rows = realloc(st->rows, cap * sizeof(*rows));
+		if (!rows)
+			return -ENOMEM;
+		st->rows = rows;
+		st->rows_cap = cap;
+	}
+	struct row *row = &st->rows[st->nrows++];
+	row->tag = tag;
+	tb_interval_figures_of(h, e->start_abs_sec, e->length_sec, &row->f);
+	return 0;
+}
+
+static bool selected(const struct state *st, const tb_log_entry *e)
+{
+	return (!st->opt.tag || !strcmp(st->opt.tag, e->tag)) && e->offset_sec >= st->opt.start &&
+	       e->offset_sec <= st->opt.end;
+}
+
+/* 0, or a negative errno; *merged_err tells a merge failure (reported in the
+ * pass that merges) from the others (reported in the first pass). */
+static int take_entry(struct state *st, struct file *f, const tb_log_reader *r,
+		      const tb_log_entry *e, enum pass pass, bool *merge_err)
+{
+	*merge_err = false;
+	if (!selected(st, e))
 		return 0;
-	if (e->offset_sec < st->opt.start || e->offset_sec > st->opt.end)
+	if (st->opt.co_interval && f->open_loop && !closed_loop_tag(e->tag)) {
+		if (!f->refused)
+			snprintf(f->refused_tag, sizeof(f->refused_tag), "%s", e->tag);
+		f->refused = st->refused = true;
 		return 0;
+	}
+	const tb_hist *h = &e->hist;
+	int rc = st->opt.co_interval ? correct(st, &e->hist) : 0;
+	if (rc < 0)
+		return rc;
+	if (st->opt.co_interval)
+		h = &st->corrected;
 	size_t index;
-	struct tag_acc *t = find_tag(st, e->tag, &e->hist, &index);
+	struct tag_acc *t = find_tag(st, e->tag, h, &index);
 	if (!t)
 		return -ENOMEM;
-	int rc = tb_hist_add_growing(&t->merged, &e->hist);
-	if (rc < 0)
+	f->used = true;
+	if (pass == PASS_STEADY) {
+		if (st->next_row >= st->nrows || st->rows[st->next_row++].f.warmup)
+			return 0;
+	} else if ((rc = add_row(st, index, h, e)) < 0) {
+		return rc;
+	}
+	if (pass == PASS_ROWS)
+		return 0;
+	*merge_err = true;
+	if ((rc = tb_hist_add_growing(&t->merged, h)) < 0)
 		return rc;
 	t->intervals++;
 	if (st->opt.output_log) {
@@ -177,51 +362,165 @@ static int take_entry(struct state *st, const tb_log_reader *r, const tb_log_ent
 	return 0;
 }
 
-static void read_one(struct state *st, const char *path)
+static void take_error(struct state *st, const struct file *f, const tb_log_entry *e, int rc)
 {
-	char *text;
-	size_t len;
-	int rc = tb_read_file(path, &text, &len);
-	if (rc < 0) {
-		tb_cli_error(VERB, "cannot read %s: %s", path, strerror(-rc));
-		st->status = TB_EXIT_INPUT;
-		return;
-	}
-	char **texts = realloc(st->texts, (st->ntexts + 1) * sizeof(*texts));
-	if (!texts) {
-		free(text);
-		st->status = TB_EXIT_INPUT;
-		return;
-	}
-	st->texts = texts;
-	st->texts[st->ntexts++] = text;
+	st->status = TB_EXIT_INPUT;
+	if (rc == -EOVERFLOW)
+		tb_cli_error(VERB, "%s: line %zu: tag '%s' would count more than 2^63 samples; "
+			     "line not merged", f->path, e->line, e->tag);
+	else if (rc == -E2BIG)
+		tb_cli_error(VERB, "%s: line %zu: --correct-co %" PRId64 " would back-fill more than "
+			     "%lld values for one bucket of tag '%s' (max %" PRId64 "); is the interval "
+			     "in the log's unit?", f->path, e->line, st->opt.co_interval,
+			     CO_MAX_BACKFILL, e->tag, tb_hist_max(&e->hist));
+	else
+		tb_cli_error(VERB, "%s: line %zu: %s", f->path, e->line, strerror(-rc));
+}
+
+/* Read the selected lines of one file. Reader errors are reported in the
+ * first pass only; the second pass sees the same lines. */
+static void scan_file(struct state *st, struct file *f, enum pass pass)
+{
 	tb_log_reader r;
 	tb_log_entry e;
 	memset(&e, 0, sizeof(e));
-	tb_log_reader_init(&r, text, len);
+	tb_log_reader_init(&r, f->text, f->len);
+	bool first_pass = pass != PASS_STEADY;
+	int rc;
 	while ((rc = tb_log_reader_next(&r, &e)) != 0) {
-		int taken = rc > 0 ? take_entry(st, &r, &e) : 0;
-		if (taken == -EOVERFLOW) {
-			tb_cli_error(VERB, "%s: line %zu: tag '%s' would count more than 2^63 samples; "
-				     "line not merged", path, e.line, e.tag);
-			st->status = TB_EXIT_INPUT;
-			continue;
-		}
-		if (rc == -ENOMEM || taken < 0) {
-			tb_cli_error(VERB, "%s: out of memory", path);
+		if (rc == -ENOMEM) {
+			tb_cli_error(VERB, "%s: out of memory", f->path);
 			st->status = TB_EXIT_INPUT;
 			break;
 		}
 		if (rc < 0) {
-			tb_cli_error(VERB, "%s: %s", path, r.err);
-			st->status = TB_EXIT_INPUT;
+			if (first_pass) {
+				tb_cli_error(VERB, "%s: %s", f->path, r.err);
+				st->status = TB_EXIT_INPUT;
+			}
+			continue;
 		}
+		bool merge_err;
+		int taken = take_entry(st, f, &r, &e, pass, &merge_err);
+		if (taken == -ENOMEM) {
+			tb_cli_error(VERB, "%s: out of memory", f->path);
+			st->status = TB_EXIT_INPUT;
+			break;
+		}
+		if (taken < 0 && (first_pass || merge_err))
+			take_error(st, f, &e, taken);
 	}
-	if (r.have_start && (!st->have_start_time || r.start_time_sec < st->first_start_time)) {
+	if (first_pass && r.have_start &&
+	    (!st->have_start_time || r.start_time_sec < st->first_start_time)) {
 		st->first_start_time = r.start_time_sec;
 		st->have_start_time = true;
 	}
 	tb_log_entry_free(&e);
+}
+
+static void read_files(struct state *st, char **paths, size_t n)
+{
+	st->files = calloc(n ? n : 1, sizeof(*st->files));
+	if (!st->files) {
+		tb_cli_error(VERB, "out of memory");
+		st->status = TB_EXIT_INPUT;
+		return;
+	}
+	st->nfiles = n;
+	for (size_t i = 0; i < n; i++) {
+		struct file *f = &st->files[i];
+		f->path = paths[i];
+		int rc = tb_read_file(f->path, &f->text, &f->len);
+		if (rc < 0) {
+			tb_cli_error(VERB, "cannot read %s: %s", f->path, strerror(-rc));
+			st->status = TB_EXIT_INPUT;
+			f->text = NULL;
+			continue;
+		}
+		f->open_loop = marked_open_loop(f->text, f->len);
+	}
+}
+
+static void scan(struct state *st, enum pass pass)
+{
+	st->next_row = 0;
+	for (size_t i = 0; i < st->nfiles; i++) {
+		if (st->files[i].text)
+			scan_file(st, &st->files[i], pass);
+	}
+}
+
+/* ---- warm-up ---- */
+
+static int by_time(const void *a, const void *b)
+{
+	const tb_interval_figures *x = *(tb_interval_figures *const *)a;
+	const tb_interval_figures *y = *(tb_interval_figures *const *)b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x < y ? -1 : (x > y); /* rows are in reading order */
+}
+
+/* Each tag's rows in time order (after the rows are complete). */
+static int group_rows(struct state *st)
+{
+	for (size_t i = 0; i < st->nrows; i++)
+		st->tags[st->rows[i].tag].nrun++;
+	for (size_t t = 0; t < st->ntags; t++) {
+		st->tags[t].run = calloc(st->tags[t].nrun ? st->tags[t].nrun : 1,
+					 sizeof(*st->tags[t].run));
+		if (!st->tags[t].run)
+			return -ENOMEM;
+		st->tags[t].nrun = 0;
+	}
+	for (size_t i = 0; i < st->nrows; i++) {
+		struct tag_acc *t = &st->tags[st->rows[i].tag];
+		t->run[t->nrun++] = &st->rows[i].f;
+	}
+	for (size_t t = 0; t < st->ntags; t++)
+		qsort(st->tags[t].run, st->tags[t].nrun, sizeof(*st->tags[t].run), by_time);
+	return 0;
+}
+
+static int decide_warmup(struct state *st)
+{
+	for (size_t t = 0; t < st->ntags; t++) {
+		struct tag_acc *a = &st->tags[t];
+		double seconds = st->opt.warmup == WARMUP_AUTO ? -1.0 : st->opt.warmup_s;
+		int rc = tb_warmup_mark(a->run, a->nrun, seconds, &a->warm);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The refusal, once per open-loop file that had a selected tag to correct. */
+static void explain_refusal(const struct state *st)
+{
+	for (size_t i = 0; i < st->nfiles; i++) {
+		const struct file *f = &st->files[i];
+		if (!f->refused)
+			continue;
+		char what[TB_LOG_TAG_MAX + 8];
+		snprintf(what, sizeof(what), *f->refused_tag ? "tag '%s'" : "the untagged lines%s",
+			 f->refused_tag);
+		tb_cli_error(VERB, "--correct-co refused for %s of %s: the log is marked open-loop "
+			     "(latencies measured from the intended send time already count the wait "
+			     "behind a stall; back-filling would count it twice). Only closed-loop "
+			     "data may be corrected: tags ending in '%s' (select them with --tag) or "
+			     "logs of closed-loop tools.", what, f->path, CLOSED_LOOP_SUFFIX);
+	}
+}
+
+static void warn_unmarked(const struct state *st)
+{
+	for (size_t i = 0; i < st->nfiles; i++) {
+		const struct file *f = &st->files[i];
+		if (f->used && !f->open_loop)
+			tb_cli_error(VERB, "warning: %s has no open-loop mark; --correct-co assumes its "
+				     "latencies come from a closed-loop client (timed from the actual "
+				     "send), which this tool cannot check", f->path);
+	}
 }
 
 /* ---- output ---- */
@@ -241,6 +540,78 @@ static void json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+static const char *const warmup_status[] = {
+	[TB_WARMUP_FOUND] = "found",
+	[TB_WARMUP_TOO_FEW] = "not_enough_intervals",
+	[TB_WARMUP_NO_STEADY] = "no_steady_state",
+	[TB_WARMUP_FIXED] = "fixed",
+};
+
+static const char *tag_label(const char *name)
+{
+	return *name ? name : "(untagged)";
+}
+
+static size_t non_empty(const struct tag_acc *t)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < t->nrun; i++)
+		n += t->run[i]->count > 0;
+	return n;
+}
+
+/* The sentence saying where a tag's warm-up ends (no newline). */
+static void print_warmup(FILE *out, const struct tag_acc *t)
+{
+	fprintf(out, "%s%s: ", *t->name ? "tag " : "", tag_label(t->name));
+	switch (t->warm.outcome) {
+	case TB_WARMUP_FOUND:
+	case TB_WARMUP_FIXED:
+		fprintf(out, "warm-up ends at %.1f s (%zu interval%s discarded)", t->warm.seconds,
+			t->warm.discarded, t->warm.discarded == 1 ? "" : "s");
+		break;
+	case TB_WARMUP_TOO_FEW:
+		fprintf(out, "not enough intervals to find a steady state (%zu non-empty, the rule "
+			"needs %d); nothing discarded", non_empty(t), TB_WARMUP_MIN_INTERVALS);
+		break;
+	case TB_WARMUP_NO_STEADY:
+		fprintf(out, "no steady state found (p50 or p99 still drift from the medians of the "
+			"rest of the run after half of it); nothing discarded");
+		break;
+	}
+}
+
+static void json_series(FILE *out, const struct tag_acc *t)
+{
+	fprintf(out, ",\"series\":[");
+	for (size_t i = 0; i < t->nrun; i++) {
+		const tb_interval_figures *f = t->run[i];
+		fprintf(out, "%s{\"t\":%.3f,\"start\":%.3f,\"length\":%.3f,\"count\":%" PRId64
+			",\"p50\":%" PRId64 ",\"p99\":%" PRId64 ",\"p99_9\":%" PRId64
+			",\"max\":%" PRId64 ",\"warmup\":%s}",
+			i ? "," : "", f->start - t->run[0]->start, f->start, f->length, f->count,
+			f->p50, f->p99, f->p99_9, f->max, f->warmup ? "true" : "false");
+	}
+	fputc(']', out);
+}
+
+/* Keys after the original ones (README's stable interface): additions only. */
+static void json_additions(FILE *out, const struct state *st, const struct tag_acc *t)
+{
+	if (st->opt.warmup == WARMUP_NONE)
+		fprintf(out, ",\"warmup_s\":0,\"warmup_intervals\":0,\"warmup_status\":\"none\"");
+	else if (isnan(t->warm.seconds))
+		fprintf(out, ",\"warmup_s\":null,\"warmup_intervals\":0,\"warmup_status\":\"%s\"",
+			warmup_status[t->warm.outcome]);
+	else
+		fprintf(out, ",\"warmup_s\":%.3f,\"warmup_intervals\":%zu,\"warmup_status\":\"%s\"",
+			t->warm.seconds, t->warm.discarded, warmup_status[t->warm.outcome]);
+	if (st->opt.co_interval)
+		fprintf(out, ",\"co_interval\":%" PRId64, st->opt.co_interval);
+	if (st->opt.series)
+		json_series(out, t);
+}
+
 static void print_json(FILE *out, const struct state *st)
 {
 	fprintf(out, "{\"tags\":[");
@@ -258,22 +629,25 @@ static void print_json(FILE *out, const struct state *st)
 			if (s.insufficient[p])
 				fprintf(out, "%s\"%s\"", n++ ? "," : "", tb_summary_keys[p]);
 		}
-		fprintf(out, "]}");
+		fputc(']', out);
+		json_additions(out, st, &st->tags[i]);
+		fputc('}', out);
 	}
 	fprintf(out, "]}\n");
 }
 
 static void print_csv(FILE *out, const struct state *st)
 {
+	bool warm = st->opt.warmup != WARMUP_NONE;
 	fprintf(out, "tag,intervals,total,min");
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
 		fprintf(out, ",%s", tb_summary_keys[p]);
-	fprintf(out, ",max,mean,insufficient\n");
+	fprintf(out, ",max,mean,insufficient%s\n", warm ? ",warmup_s,warmup_intervals" : "");
 	for (size_t i = 0; i < st->ntags; i++) {
+		const struct tag_acc *t = &st->tags[i];
 		tb_summary s;
-		tb_summarize(&st->tags[i].merged, &s);
-		fprintf(out, "%s,%zu,%" PRId64 ",%" PRId64, st->tags[i].name, st->tags[i].intervals,
-			s.total, s.min);
+		tb_summarize(&t->merged, &s);
+		fprintf(out, "%s,%zu,%" PRId64 ",%" PRId64, t->name, t->intervals, s.total, s.min);
 		for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
 			fprintf(out, ",%" PRId64, s.pct[p]);
 		fprintf(out, ",%" PRId64 ",%.3f,", s.max, s.mean);
@@ -281,19 +655,62 @@ static void print_csv(FILE *out, const struct state *st)
 			if (s.insufficient[p])
 				fprintf(out, "%s%s", n++ ? " " : "", tb_summary_keys[p]);
 		}
+		if (warm && isnan(t->warm.seconds))
+			fprintf(out, ",,0");
+		else if (warm)
+			fprintf(out, ",%.3f,%zu", t->warm.seconds, t->warm.discarded);
 		fputc('\n', out);
+	}
+}
+
+/* --series --format csv: one row per interval instead of the summary. */
+static void print_series_csv(FILE *out, const struct state *st)
+{
+	fprintf(out, "tag,t,start,length,count,p50,p99,p99_9,max,warmup\n");
+	for (size_t i = 0; i < st->ntags; i++) {
+		const struct tag_acc *t = &st->tags[i];
+		for (size_t k = 0; k < t->nrun; k++) {
+			const tb_interval_figures *f = t->run[k];
+			fprintf(out, "%s,%.3f,%.3f,%.3f,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+				",%" PRId64 ",%d\n",
+				t->name, f->start - t->run[0]->start, f->start, f->length, f->count,
+				f->p50, f->p99, f->p99_9, f->max, f->warmup);
+		}
+	}
+}
+
+static void print_series_text(FILE *out, const struct tag_acc *t)
+{
+	fprintf(out, "  series (t: seconds after the first interval; w: warm-up, not merged)\n");
+	fprintf(out, "  %10s %12s %14s %14s %14s %14s\n", "t", "count", "p50", "p99", "p99.9",
+		"max");
+	for (size_t k = 0; k < t->nrun; k++) {
+		const tb_interval_figures *f = t->run[k];
+		fprintf(out, "  %10.3f %12" PRId64 " %14" PRId64 " %14" PRId64 " %14" PRId64
+			" %14" PRId64 "%s\n",
+			f->start - t->run[0]->start, f->count, f->p50, f->p99, f->p99_9, f->max,
+			f->warmup ? "  w" : "");
 	}
 }
 
 static void print_text(FILE *out, const struct state *st)
 {
 	bool any_mark = false;
+	if (st->opt.co_interval)
+		fprintf(out, "corrected for coordinated omission with expected interval %" PRId64
+			" (closed-loop back-fill)\n\n", st->opt.co_interval);
 	for (size_t i = 0; i < st->ntags; i++) {
+		const struct tag_acc *t = &st->tags[i];
 		tb_summary s;
-		tb_summarize(&st->tags[i].merged, &s);
-		fprintf(out, "%s%s%s: %zu intervals, %" PRId64 " samples\n", i ? "\n" : "",
-			*st->tags[i].name ? "tag " : "(untagged)", st->tags[i].name,
-			st->tags[i].intervals, s.total);
+		tb_summarize(&t->merged, &s);
+		if (i)
+			fputc('\n', out);
+		if (st->opt.warmup != WARMUP_NONE) {
+			print_warmup(out, t);
+			fputc('\n', out);
+		}
+		fprintf(out, "%s%s: %zu intervals, %" PRId64 " samples\n",
+			*t->name ? "tag " : "(untagged)", t->name, t->intervals, s.total);
 		fprintf(out, "  %-7s %15" PRId64 "\n", "min", s.min);
 		for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
 			fprintf(out, "  %-7s %15" PRId64 "%s\n", tb_summary_labels[p], s.pct[p],
@@ -302,11 +719,109 @@ static void print_text(FILE *out, const struct state *st)
 		}
 		fprintf(out, "  %-7s %15" PRId64 "\n", "max", s.max);
 		fprintf(out, "  %-7s %19.3f\n", "mean", s.mean);
+		if (st->opt.series)
+			print_series_text(out, t);
 	}
 	if (any_mark)
 		fprintf(out, "\n* fewer than %d samples beyond this percentile: too few to trust "
 			"(p99.9 needs about %d).\n",
 			TB_MIN_SAMPLES_BEYOND, TB_MIN_SAMPLES_BEYOND * 1000);
+}
+
+/* Formats without a place for it (csv, hgrm) get the warm-up on stderr. */
+static void note_warmup(const struct state *st)
+{
+	for (size_t i = 0; i < st->ntags; i++) {
+		fprintf(stderr, "tailbus %s: ", VERB);
+		print_warmup(stderr, &st->tags[i]);
+		fputc('\n', stderr);
+	}
+}
+
+/* ---- plots ---- */
+
+static int plot_spectra(const struct state *st, FILE *note)
+{
+	tb_plot_spectrum *spectra = calloc(st->ntags, sizeof(*spectra));
+	char (*labels)[TB_LOG_TAG_MAX + 8] = calloc(st->ntags, sizeof(*labels));
+	char path[PATH_MAX];
+	if (!spectra || !labels) {
+		free(spectra);
+		free(labels);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < st->ntags; i++) {
+		snprintf(labels[i], sizeof(labels[i]), "%s%s", *st->tags[i].name ? "tag " : "",
+			 tag_label(st->tags[i].name));
+		spectra[i] = (tb_plot_spectrum){labels[i], &st->tags[i].merged, NULL, TB_PLOT_SOLID};
+	}
+	int rc = tb_plot_path(path, sizeof(path), st->opt.plot_dir, "spectrum", "");
+	if (rc == 0)
+		rc = tb_plot_spectra(path, "Latency by percentile", spectra, st->ntags, st->opt.ticks);
+	if (rc == 0)
+		fprintf(note, "plot: %s\n", path);
+	else if (rc != -ENOMEM)
+		tb_cli_error(VERB, "cannot write %s/spectrum.svg: %s", st->opt.plot_dir, strerror(-rc));
+	free(spectra);
+	free(labels);
+	return rc;
+}
+
+/* p99, p99.9 and max of each interval against its start; an empty interval
+ * breaks the lines. The warm-up's end is marked. */
+static int plot_over_time(const struct state *st, const struct tag_acc *t, FILE *note)
+{
+	enum { P99, P999, MAX, FIGURES };
+	static const char *const names[FIGURES] = {"p99", "p99.9", "max"};
+	static const enum tb_plot_stroke strokes[FIGURES] = {TB_PLOT_SOLID, TB_PLOT_DASHED,
+							      TB_PLOT_DOTTED};
+	tb_plot_point *pts = calloc(FIGURES * (t->nrun ? t->nrun : 1), sizeof(*pts));
+	if (!pts)
+		return -ENOMEM;
+	tb_plot_series series[FIGURES];
+	for (int k = 0; k < FIGURES; k++)
+		series[k] = (tb_plot_series){names[k], pts + (size_t)k * t->nrun, t->nrun,
+					     tb_plot_color(TB_PLOT_DISTINCT, (size_t)k), strokes[k], false};
+	for (size_t i = 0; i < t->nrun; i++) {
+		const tb_interval_figures *f = t->run[i];
+		double x = f->start - t->run[0]->start;
+		pts[i] = (tb_plot_point){x, f->count ? (double)f->p99 : NAN};
+		pts[t->nrun + i] = (tb_plot_point){x, f->count ? (double)f->p99_9 : NAN};
+		pts[2 * t->nrun + i] = (tb_plot_point){x, f->count ? (double)f->max : NAN};
+	}
+	char title[TB_LOG_TAG_MAX + 64], path[PATH_MAX];
+	snprintf(title, sizeof(title), "p99, p99.9 and max per interval: %s%s",
+		 *t->name ? "tag " : "", tag_label(t->name));
+	tb_plot_marker warm = {t->warm.seconds, "warm-up ends"};
+	tb_plot p = {
+		.title = title,
+		.x = {"seconds after the first interval", TB_PLOT_LINEAR, TB_PLOT_NUMBER},
+		.y = {"latency", TB_PLOT_LOG, TB_PLOT_NS},
+		.series = series,
+		.nseries = FIGURES,
+		.markers = &warm,
+		.nmarkers = t->warm.discarded > 0 ? 1 : 0,
+	};
+	int rc = tb_plot_path(path, sizeof(path), st->opt.plot_dir, "over-time", t->name);
+	if (rc == 0 && (rc = tb_plot_write(path, &p)) == 0)
+		fprintf(note, "plot: %s\n", path);
+	else
+		tb_cli_error(VERB, "cannot write the over-time plot of %s in %s: %s",
+			     tag_label(t->name), st->opt.plot_dir, strerror(-rc));
+	free(pts);
+	return rc;
+}
+
+static int write_plots(const struct state *st, FILE *note)
+{
+	if (st->ntags == 0)
+		return 0;
+	int rc = plot_spectra(st, note);
+	for (size_t i = 0; i < st->ntags && rc == 0; i++)
+		rc = plot_over_time(st, &st->tags[i], note);
+	if (rc == -ENOMEM)
+		tb_cli_error(VERB, "out of memory writing the plots");
+	return rc;
 }
 
 static void print_hgrm(FILE *out, const struct state *st, bool csv)
@@ -331,14 +846,24 @@ static int write_output_log(struct state *st)
 {
 	FILE *f = fopen(st->opt.output_log, "w");
 	if (!f) {
-		tb_cli_error(VERB, "cannot write %s: %s", st->opt.output_log, strerror(errno));
-		return -errno;
+		int err = errno;
+		tb_cli_error(VERB, "cannot write %s: %s", st->opt.output_log, strerror(err));
+		return -err;
 	}
 	double base = st->have_start_time ? st->first_start_time : 0.0;
 	char header[1024], num[3][64];
 	int n = tb_log_format_header(header, sizeof(header), "Written by tailbus replay", base, base);
-	fputs(header, f);
-	(void)n;
+	/* open-loop data stays marked: the mark goes after the comment line */
+	bool open_loop = false;
+	for (size_t i = 0; i < st->nfiles; i++)
+		open_loop |= st->files[i].used && st->files[i].open_loop;
+	const char *rest = n > 0 && open_loop ? strchr(header, '\n') : NULL;
+	if (rest) {
+		fprintf(f, "%.*s%s\n", (int)(rest + 1 - header), header, TB_OPEN_LOOP_MARK);
+		fputs(rest + 1, f);
+	} else {
+		fputs(header, f);
+	}
 	qsort(st->kept, st->nkept, sizeof(*st->kept), by_start);
 	for (size_t i = 0; i < st->nkept; i++) {
 		const struct kept *k = &st->kept[i];
@@ -358,6 +883,31 @@ static int write_output_log(struct state *st)
 
 /* ---- options ---- */
 
+static int parse_warmup(const char *arg, struct options *o)
+{
+	if (!strcmp(arg, "auto")) {
+		o->warmup = WARMUP_AUTO;
+		return 0;
+	}
+	if (!tb_cli_parse_double(arg, &o->warmup_s) || o->warmup_s < 0)
+		return -EINVAL;
+	o->warmup = WARMUP_FIXED;
+	return 0;
+}
+
+static int check_options(const struct options *o)
+{
+	if (o->tag && !tb_log_tag_valid(o->tag) && *o->tag) {
+		tb_cli_error(VERB, "--tag '%s' is not a valid tag (no ',', space or newline)", o->tag);
+		return -EINVAL;
+	}
+	if (o->series && (o->format == FMT_HGRM || o->format == FMT_HGRM_CSV)) {
+		tb_cli_error(VERB, "--series prints in text, csv or json, not in the hgrm formats");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longs[] = {
@@ -365,9 +915,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"end", required_argument, 0, 'e'},       {"format", required_argument, 0, 'f'},
 		{"output-log", required_argument, 0, 'o'}, {"digits", required_argument, 0, 'd'},
 		{"unit-ratio", required_argument, 0, 'u'}, {"ticks", required_argument, 0, 'k'},
+		{"warmup", required_argument, 0, 'w'},    {"series", no_argument, 0, 'S'},
+		{"correct-co", required_argument, 0, 'c'}, {"plot", required_argument, 0, 'p'},
 		{"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
-	*o = (struct options){NULL, -INFINITY, INFINITY, FMT_TEXT, NULL, MERGE_LOG_LAYOUT, 1.0,
-			      TB_HGRM_DEFAULT_TICKS};
+	*o = (struct options){.start = -INFINITY, .end = INFINITY, .format = FMT_TEXT,
+			      .digits = MERGE_LOG_LAYOUT, .unit_ratio = 1.0,
+			      .ticks = TB_HGRM_DEFAULT_TICKS, .warmup = WARMUP_NONE};
 	int c, idx = 0;
 	int64_t n;
 	optind = 1;
@@ -406,6 +959,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 				goto bad;
 			o->ticks = (int)n;
 			break;
+		case 'w':
+			if (parse_warmup(optarg, o) < 0)
+				goto bad;
+			break;
+		case 'S': o->series = true; break;
+		case 'c':
+			if (!tb_cli_parse_i64(optarg, &o->co_interval) || o->co_interval <= 0)
+				goto bad;
+			break;
+		case 'p': o->plot_dir = optarg; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
 		}
@@ -415,11 +978,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		usage(stderr);
 		return -EINVAL;
 	}
-	if (o->tag && !tb_log_tag_valid(o->tag) && *o->tag) {
-		tb_cli_error(VERB, "--tag '%s' is not a valid tag (no ',', space or newline)", o->tag);
-		return -EINVAL;
-	}
-	return 0;
+	return check_options(o);
 bad:
 	tb_cli_error(VERB, "bad value '%s' for --%s", optarg, longs[idx].name);
 	return -EINVAL;
@@ -427,13 +986,63 @@ bad:
 
 static void free_state(struct state *st)
 {
-	for (size_t i = 0; i < st->ntags; i++)
+	for (size_t i = 0; i < st->ntags; i++) {
 		tb_hist_free(&st->tags[i].merged);
-	for (size_t i = 0; i < st->ntexts; i++)
-		free(st->texts[i]);
+		free(st->tags[i].run);
+	}
+	for (size_t i = 0; i < st->nfiles; i++)
+		free(st->files[i].text);
+	if (st->have_corrected)
+		tb_hist_free(&st->corrected);
 	free(st->tags);
-	free(st->texts);
+	free(st->files);
+	free(st->rows);
 	free(st->kept);
+}
+
+/* Read, decide the warm-up, merge. 0, or -1 when nothing may be reported. */
+static int gather(struct state *st, char **paths, size_t npaths)
+{
+	read_files(st, paths, npaths);
+	scan(st, st->opt.warmup == WARMUP_NONE ? PASS_ONE : PASS_ROWS);
+	if (st->refused) {
+		explain_refusal(st);
+		return -1;
+	}
+	if (group_rows(st) < 0 || (st->opt.warmup != WARMUP_NONE && decide_warmup(st) < 0)) {
+		tb_cli_error(VERB, "out of memory");
+		return -1;
+	}
+	if (st->opt.warmup != WARMUP_NONE)
+		scan(st, PASS_STEADY);
+	if (st->opt.co_interval)
+		warn_unmarked(st);
+	return 0;
+}
+
+static void report(struct state *st)
+{
+	switch (st->opt.format) {
+	case FMT_TEXT: print_text(stdout, st); break;
+	case FMT_JSON: print_json(stdout, st); break;
+	case FMT_CSV:
+		if (st->opt.series)
+			print_series_csv(stdout, st);
+		else
+			print_csv(stdout, st);
+		break;
+	case FMT_HGRM: print_hgrm(stdout, st, false); break;
+	case FMT_HGRM_CSV: print_hgrm(stdout, st, true); break;
+	}
+	bool text = st->opt.format == FMT_TEXT;
+	if (st->opt.warmup != WARMUP_NONE && !text && st->opt.format != FMT_JSON)
+		note_warmup(st);
+	if (st->opt.plot_dir) {
+		if (text)
+			fputc('\n', stdout);
+		if (write_plots(st, text ? stdout : stderr) < 0)
+			st->status = TB_EXIT_INPUT;
+	}
 }
 
 int tb_cmd_replay(int argc, char **argv)
@@ -443,21 +1052,17 @@ int tb_cmd_replay(int argc, char **argv)
 	int rc = parse_options(argc, argv, &st.opt);
 	if (rc)
 		return rc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
-	for (int i = optind; i < argc; i++)
-		read_one(&st, argv[i]);
+	if (gather(&st, argv + optind, (size_t)(argc - optind)) < 0) {
+		free_state(&st);
+		return TB_EXIT_INPUT;
+	}
 	size_t unused;
 	if (st.opt.tag && !find_tag(&st, st.opt.tag, NULL, &unused)) {
 		tb_cli_error(VERB, "tag '%s' has no intervals in the selected range of the given files",
 			     st.opt.tag);
 		st.status = TB_EXIT_INPUT;
 	}
-	switch (st.opt.format) {
-	case FMT_TEXT: print_text(stdout, &st); break;
-	case FMT_JSON: print_json(stdout, &st); break;
-	case FMT_CSV: print_csv(stdout, &st); break;
-	case FMT_HGRM: print_hgrm(stdout, &st, false); break;
-	case FMT_HGRM_CSV: print_hgrm(stdout, &st, true); break;
-	}
+	report(&st);
 	if (st.opt.output_log && write_output_log(&st) < 0)
 		st.status = TB_EXIT_INPUT;
 	free_state(&st);

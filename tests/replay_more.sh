@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# replay_more.sh - `tailbus replay` beyond the summary: warm-up discard and
+# steady-state detection, the per-interval series, coordinated-omission
+# correction (and its refusal on open-loop data), and the SVG plots.
+#
+# Needs: TAILBUS (the binary), TB_GEN_RUNS (tests/gen_runs, writes the logs),
+# TB_GOLDEN (tests/golden: raw.hlog is the "raw" fixture as a log).
+set -euo pipefail
+
+: "${TAILBUS:?path of the tailbus binary}"
+: "${TB_GEN_RUNS:?path of the gen_runs test program}"
+: "${TB_GOLDEN:?golden outputs directory}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+check() { # name, then a command that must succeed
+	local name=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+		echo "ok: $name"
+	else
+		failed=$((failed + 1))
+		echo "FAILED: $name"
+	fi
+}
+
+expect_eq() { # name, got, want
+	[[ "$2" == "$3" ]] || { echo "  $1: got '$2', want '$3'"; return 1; }
+}
+
+# json_field FILE TAG KEY: one value from replay's JSON (null prints as None)
+json_field() {
+	python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for t in doc["tags"]:
+    if t["tag"] == sys.argv[2]:
+        v = t[sys.argv[3]]
+        print(",".join(v) if isinstance(v, list) else v)
+        break
+else:
+    sys.exit("no tag %r" % sys.argv[2])' "$@"
+}
+
+# A run whose first 10 of 30 intervals are 10 times slower: an obvious warm-up.
+WARM="$tmp/warm.hlog"
+"$TB_GEN_RUNS" "$WARM" --intervals 30 --samples 5000 --warmup 10 --warmup-factor 10
+# The same with two tags, for the plots.
+"$TB_GEN_RUNS" "$tmp/two.hlog" --intervals 30 --samples 2000 --warmup 10 --warmup-factor 10 \
+	--tag svc --tag db
+
+# --- warm-up ---
+warmup_auto() {
+	"$TAILBUS" replay "$WARM" --warmup auto --format json >"$tmp/wa.json" || return 1
+	expect_eq warmup_s "$(json_field "$tmp/wa.json" "" warmup_s)" 10.0 &&
+		expect_eq warmup_intervals "$(json_field "$tmp/wa.json" "" warmup_intervals)" 10 &&
+		expect_eq warmup_status "$(json_field "$tmp/wa.json" "" warmup_status)" found &&
+		expect_eq intervals "$(json_field "$tmp/wa.json" "" intervals)" 20 &&
+		expect_eq total "$(json_field "$tmp/wa.json" "" total)" 100000 || return 1
+	"$TAILBUS" replay "$WARM" --warmup auto >"$tmp/wa.txt" || return 1
+	grep -qx '(untagged): warm-up ends at 10.0 s (10 intervals discarded)' "$tmp/wa.txt" &&
+		grep -qx '(untagged): 20 intervals, 100000 samples' "$tmp/wa.txt" || return 1
+	"$TAILBUS" replay "$tmp/two.hlog" --warmup auto --tag db >"$tmp/wt.txt" || return 1
+	grep -qx 'tag db: warm-up ends at 10.0 s (10 intervals discarded)' "$tmp/wt.txt"
+}
+check "--warmup auto ends the warm-up at the 11th interval of an obvious warm-up" warmup_auto
+
+warmup_same_as_range() {
+	"$TAILBUS" replay "$WARM" --start 10 --format json >"$tmp/r10.json" || return 1
+	python3 - "$tmp/wa.json" "$tmp/r10.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(p))["tags"][0] for p in sys.argv[1:3])
+for k in ("intervals", "total", "min", "p50", "p90", "p99", "p99_9", "p99_99", "max", "mean"):
+    assert a[k] == b[k], (k, a[k], b[k])
+EOF
+}
+check "the steady part merges to the figures of --start 10" warmup_same_as_range
+
+warmup_fixed() {
+	"$TAILBUS" replay "$WARM" --warmup 5 --format json >"$tmp/w5.json" || return 1
+	expect_eq warmup_s "$(json_field "$tmp/w5.json" "" warmup_s)" 5.0 &&
+		expect_eq discarded "$(json_field "$tmp/w5.json" "" warmup_intervals)" 5 &&
+		expect_eq status "$(json_field "$tmp/w5.json" "" warmup_status)" fixed &&
+		expect_eq intervals "$(json_field "$tmp/w5.json" "" intervals)" 25 || return 1
+	"$TAILBUS" replay "$WARM" --warmup 0 --format json >"$tmp/w0.json" || return 1
+	expect_eq "0 s" "$(json_field "$tmp/w0.json" "" intervals)" 30 || return 1
+	"$TAILBUS" replay "$WARM" --warmup 7.5 | grep -qx '(untagged): warm-up ends at 7.5 s (8 intervals discarded)'
+}
+check "--warmup SECONDS discards the intervals starting within SECONDS of the first" warmup_fixed
+
+warmup_too_few() {
+	"$TB_GEN_RUNS" "$tmp/short.hlog" --intervals 8 --samples 1000 --warmup 2 --warmup-factor 10
+	"$TAILBUS" replay "$tmp/short.hlog" --warmup auto --format json >"$tmp/s.json" || return 1
+	expect_eq status "$(json_field "$tmp/s.json" "" warmup_status)" not_enough_intervals &&
+		expect_eq warmup_s "$(json_field "$tmp/s.json" "" warmup_s)" None &&
+		expect_eq intervals "$(json_field "$tmp/s.json" "" intervals)" 8 || return 1
+	"$TAILBUS" replay "$tmp/short.hlog" --warmup auto |
+		grep -q '^(untagged): not enough intervals to find a steady state (8 non-empty, the rule needs 10); nothing discarded$'
+}
+check "too few intervals: 'not enough intervals to find a steady state', nothing discarded" warmup_too_few
+
+warmup_never_steady() {
+	"$TB_GEN_RUNS" "$tmp/drift.hlog" --intervals 30 --samples 1000 --ramp 100
+	"$TAILBUS" replay "$tmp/drift.hlog" --warmup auto --format json >"$tmp/n.json" || return 1
+	expect_eq status "$(json_field "$tmp/n.json" "" warmup_status)" no_steady_state &&
+		expect_eq intervals "$(json_field "$tmp/n.json" "" intervals)" 30 || return 1
+	"$TAILBUS" replay "$tmp/drift.hlog" --warmup auto | grep -q '^(untagged): no steady state found'
+}
+check "a run that drifts to the end (a leak): no steady state found, nothing discarded" warmup_never_steady
+
+warmup_csv_hgrm() {
+	"$TAILBUS" replay "$WARM" --warmup auto --format csv >"$tmp/w.csv" 2>"$tmp/w.err" || return 1
+	expect_eq header "$(head -1 "$tmp/w.csv")" \
+		"tag,intervals,total,min,p50,p90,p99,p99_9,p99_99,max,mean,insufficient,warmup_s,warmup_intervals" &&
+		expect_eq tail "$(sed -n 2p "$tmp/w.csv" | cut -d, -f13-)" "10.000,10" || return 1
+	"$TAILBUS" replay "$WARM" --warmup auto --format hgrm >"$tmp/w.hgrm" 2>"$tmp/wh.err" || return 1
+	grep -q 'Total count    =       100000' "$tmp/w.hgrm" &&
+		grep -q 'warm-up ends at 10.0 s (10 intervals discarded)' "$tmp/wh.err"
+}
+check "csv carries warmup columns; hgrm merges the steady part and notes the warm-up on stderr" warmup_csv_hgrm
+
+json_stable() {
+	"$TAILBUS" replay "$WARM" --format json >"$tmp/plain.json" || return 1
+	python3 - "$tmp/plain.json" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1]))["tags"][0]
+old = ["tag", "intervals", "total", "min", "p50", "p90", "p99", "p99_9", "p99_99", "max",
+       "mean", "insufficient"]
+assert list(t)[:len(old)] == old, list(t)
+assert (t["warmup_s"], t["warmup_intervals"], t["warmup_status"]) == (0, 0, "none"), t
+EOF
+}
+check "json keeps its keys in order; the warm-up keys are additions" json_stable
+
+# --- series ---
+series_json() {
+	"$TAILBUS" replay "$WARM" --series --warmup auto --format json >"$tmp/se.json" || return 1
+	for i in 0 9 10 29; do
+		"$TAILBUS" replay "$WARM" --start "$i" --end "$i" --format json >"$tmp/i$i.json" || return 1
+	done
+	python3 - "$tmp/se.json" "$tmp" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1]))["tags"][0]
+s = t["series"]
+assert len(s) == 30, len(s)
+assert [r["t"] for r in s] == [float(i) for i in range(30)]
+assert [r["warmup"] for r in s] == [True] * 10 + [False] * 20
+for i in (0, 9, 10, 29):
+    one = json.load(open("%s/i%d.json" % (sys.argv[2], i)))["tags"][0]
+    r = s[i]
+    got = (r["count"], r["p50"], r["p99"], r["p99_9"], r["max"])
+    want = (one["total"], one["p50"], one["p99"], one["p99_9"], one["max"])
+    assert got == want, (i, got, want)
+assert s[0]["p50"] > 8 * s[29]["p50"], "the warm-up is not 10x"
+EOF
+}
+check "--series: one row per interval, equal to that interval replayed alone" series_json
+
+series_csv_text() {
+	"$TAILBUS" replay "$WARM" --series --warmup auto --format csv >"$tmp/se.csv" || return 1
+	expect_eq header "$(head -1 "$tmp/se.csv")" "tag,t,start,length,count,p50,p99,p99_9,max,warmup" &&
+		expect_eq rows "$(($(wc -l <"$tmp/se.csv") - 1))" 30 || return 1
+	python3 - "$tmp/se.csv" "$tmp/se.json" <<'EOF'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+s = json.load(open(sys.argv[2]))["tags"][0]["series"]
+for r, j in zip(rows, s):
+    for k in ("count", "p50", "p99", "p99_9", "max"):
+        assert int(r[k]) == j[k], (k, r, j)
+    assert float(r["t"]) == j["t"] and (r["warmup"] == "1") == j["warmup"]
+EOF
+	"$TAILBUS" replay "$WARM" --series --warmup auto >"$tmp/se.txt" || return 1
+	grep -Eq '^ +t +count +p50 +p99 +p99\.9 +max$' "$tmp/se.txt" &&
+		expect_eq "warm-up rows" "$(grep -Ec '^ +[0-9.]+( +[0-9]+){5}  w$' "$tmp/se.txt")" 10 &&
+		expect_eq "steady rows" "$(grep -Ec '^ +[0-9.]+( +[0-9]+){5}$' "$tmp/se.txt")" 20
+}
+check "--series in csv and text carries the same figures, warm-up rows marked" series_csv_text
+
+# --- coordinated-omission correction ---
+RAW="$TB_GOLDEN/raw.hlog"
+mark='#[tailbus: open-loop: latencies are measured from the intended time]'
+{ head -1 "$RAW"; echo "$mark"; sed -n '2,$p' "$RAW"; } >"$tmp/open.hlog"
+{ head -1 "$RAW"; echo "$mark"; sed -n '2,5p' "$RAW"; sed -n '6p' "$RAW" | sed 's/^/Tag=lat.closed,/'; } \
+	>"$tmp/open_closed.hlog"
+{ cat "$tmp/open_closed.hlog"; sed -n '6p' "$RAW" | sed 's/^/Tag=lat,/'; } >"$tmp/open_mixed.hlog"
+
+co_fixture() {
+	"$TAILBUS" replay "$RAW" --correct-co 10000 --format json >"$tmp/co.json" 2>"$tmp/co.err" || return 1
+	local want=(20000 1000 80019455 98041855 99811327 100007935 10000)
+	local keys=(total p50 p90 p99 p99_9 max co_interval)
+	for i in "${!keys[@]}"; do
+		expect_eq "${keys[$i]}" "$(json_field "$tmp/co.json" "" "${keys[$i]}")" "${want[$i]}" || return 1
+	done
+	grep -q 'warning: .*raw.hlog has no open-loop mark; --correct-co assumes' "$tmp/co.err"
+}
+check "--correct-co 10000 on the raw fixture gives the 'cor' fixture (total 20000, p99 98041855)" co_fixture
+
+co_refused() {
+	local rc=0
+	"$TAILBUS" replay "$tmp/open.hlog" --correct-co 10000 >"$tmp/ref.out" 2>"$tmp/ref.err" || rc=$?
+	expect_eq rc "$rc" 1 && expect_eq stdout "$(cat "$tmp/ref.out")" "" &&
+		grep -q -- "--correct-co refused for the untagged lines of .*open.hlog: the log is marked open-loop" "$tmp/ref.err" &&
+		grep -q "intended send time" "$tmp/ref.err" || { cat "$tmp/ref.err"; return 1; }
+	rc=0
+	"$TAILBUS" replay "$tmp/open_mixed.hlog" --correct-co 10000 >/dev/null 2>"$tmp/mix.err" || rc=$?
+	expect_eq "mixed rc" "$rc" 1 && grep -q "refused for tag 'lat' of " "$tmp/mix.err" || return 1
+	"$TAILBUS" replay "$tmp/open.hlog" --format json >/dev/null # without correction: fine
+}
+check "--correct-co is refused, with the reason, on a log marked open-loop" co_refused
+
+co_closed_tag() {
+	"$TAILBUS" replay "$tmp/open_closed.hlog" --correct-co 10000 --format json >"$tmp/cc.json" \
+		2>"$tmp/cc.err" || return 1
+	expect_eq total "$(json_field "$tmp/cc.json" lat.closed total)" 20000 &&
+		expect_eq p99 "$(json_field "$tmp/cc.json" lat.closed p99)" 98041855 &&
+		expect_eq stderr "$(cat "$tmp/cc.err")" "" || return 1
+	"$TAILBUS" replay "$tmp/open_mixed.hlog" --correct-co 10000 --tag lat.closed --format json \
+		>"$tmp/cm.json" || return 1
+	expect_eq "selected total" "$(json_field "$tmp/cm.json" lat.closed total)" 20000
+}
+check "--correct-co is allowed on '.closed' tags of an open-loop log" co_closed_tag
+
+co_series() {
+	"$TAILBUS" replay "$RAW" --correct-co 10000 --series --format json >"$tmp/cs.json" 2>/dev/null || return 1
+	python3 - "$tmp/cs.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["tags"][0]["series"][0]
+assert (r["count"], r["p99"]) == (20000, 98041855), r
+EOF
+}
+check "the series shows corrected intervals when correcting" co_series
+
+output_log_mark() {
+	"$TAILBUS" replay "$tmp/open.hlog" --output-log "$tmp/re.hlog" >/dev/null || return 1
+	grep -qxF "$mark" "$tmp/re.hlog" || return 1
+	local rc=0
+	"$TAILBUS" replay "$tmp/re.hlog" --correct-co 10000 >/dev/null 2>&1 || rc=$?
+	expect_eq rc "$rc" 1
+}
+check "--output-log keeps the open-loop mark, so the rewritten log is refused too" output_log_mark
+
+# --- plots ---
+# svg_series FILE: the number of series paths, after checking the file parses
+svg_series() {
+	python3 - "$1" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "{http://www.w3.org/2000/svg}svg", root.tag
+paths = root.findall(".//{http://www.w3.org/2000/svg}path[@class='series']")
+assert all(p.get("d", "").startswith("M") for p in paths)
+print(len(paths))
+EOF
+}
+
+plots() {
+	"$TAILBUS" replay "$tmp/two.hlog" --warmup auto --plot "$tmp/plots" >"$tmp/p.txt" || return 1
+	local f
+	for f in spectrum over-time_svc over-time_db; do
+		[[ -s "$tmp/plots/$f.svg" ]] || { echo "  no $f.svg"; return 1; }
+		grep -qx "plot: $tmp/plots/$f.svg" "$tmp/p.txt" || { echo "  $f.svg not listed"; return 1; }
+	done
+	expect_eq "spectrum series" "$(svg_series "$tmp/plots/spectrum.svg")" 2 &&
+		expect_eq "over-time series" "$(svg_series "$tmp/plots/over-time_svc.svg")" 3 &&
+		grep -q 'warm-up ends' "$tmp/plots/over-time_db.svg" &&
+		grep -q '>99.99%<' "$tmp/plots/spectrum.svg" || return 1
+	expect_eq "files" "$(ls "$tmp/plots" | wc -l)" 3
+}
+check "--plot writes a spectrum of every tag and p99/p99.9/max over time per tag, as valid SVG" plots
+
+plots_untagged_json() {
+	"$TAILBUS" replay "$WARM" --plot "$tmp/p2" --format json >"$tmp/p2.json" 2>"$tmp/p2.err" || return 1
+	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/p2.json" &&
+		grep -qx "plot: $tmp/p2/over-time.svg" "$tmp/p2.err" &&
+		expect_eq "series" "$(svg_series "$tmp/p2/over-time.svg")" 3 || return 1
+	# the same input draws the same bytes
+	"$TAILBUS" replay "$WARM" --plot "$tmp/p3" --format json >/dev/null 2>&1 &&
+		cmp "$tmp/p2/spectrum.svg" "$tmp/p3/spectrum.svg"
+}
+check "plots keep json clean (paths on stderr) and are deterministic" plots_untagged_json
+
+plot_odd_tag() {
+	"$TB_GEN_RUNS" "$tmp/odd.hlog" --intervals 3 --samples 100 --tag 'a/b<&>'
+	"$TAILBUS" replay "$tmp/odd.hlog" --plot "$tmp/p4" >/dev/null || return 1
+	[[ -s "$tmp/p4/over-time_a%2Fb%3C%26%3E.svg" ]] &&
+		expect_eq "series" "$(svg_series "$tmp/p4/spectrum.svg")" 1
+}
+check "a tag with odd characters gets a safe file name and escaped labels" plot_odd_tag
+
+# --- usage ---
+usage_errors() {
+	local rc args
+	for args in "--warmup soon" "--warmup -1" "--correct-co 0" "--correct-co 1e4" \
+		"--series --format hgrm"; do
+		rc=0
+		# shellcheck disable=SC2086
+		"$TAILBUS" replay "$WARM" $args >/dev/null 2>"$tmp/u.err" || rc=$?
+		expect_eq "$args" "$rc" 2 || return 1
+	done
+	grep -q 'series' "$tmp/u.err"
+}
+check "bad --warmup, --correct-co and --series combinations are usage errors" usage_errors
+
+echo "replay_more: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

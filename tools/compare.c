@@ -1,0 +1,750 @@
+/* compare.c - `tailbus compare`: two configurations, several runs each.
+ *
+ *   tailbus compare A.hlog... -- B.hlog... [--format text|json] [--plot DIR] [--tag T]
+ *
+ * Each file is one run (all its intervals of a tag merged into one histogram,
+ * with the layout of the first, as replay does). Runs of one configuration
+ * differ from each other (placement, frequency, neighbours), so a difference
+ * between A and B means something only when it is larger than that noise. For
+ * each tag present in every run and each figure (p50, p90, p99, p99.9,
+ * p99.99, max) compare prints both sides' per-run values, their median and
+ * their spread (min..max over the runs), and the verdict:
+ *
+ *   - "spread cannot be judged" when a side has a single run: one run shows
+ *     no run-to-run noise, so no difference is called;
+ *   - "too few samples" when a run has fewer than TB_MIN_SAMPLES_BEYOND
+ *     samples beyond the percentile (summary.h): the figure is noise;
+ *   - "A faster" or "B faster", with the ratio of the medians, only when the
+ *     spreads do not overlap (every run of one side below every run of the
+ *     other);
+ *   - otherwise "no difference shown".
+ *
+ * Non-overlapping spreads are a permutation argument: if A and B were the
+ * same, every ordering of the nA + nB runs would be equally likely, and the
+ * spreads would separate by chance with probability 2 / C(nA + nB, nA)
+ * (33% with 2 and 2 runs, 10% with 3 and 3, 0.8% with 5 and 5). compare
+ * prints that chance, so two runs a side are not mistaken for proof; run the
+ * configurations interleaved (A B A B ...) so drift hits both alike.
+ *
+ * JSON (stable; values in the log's unit):
+ *   {"a":[FILE...],"b":[FILE...],"tags":[{"tag":T,
+ *     "a":{"totals":[N...]},"b":{"totals":[N...]},
+ *     "chance_separated":X|null,
+ *     "figures":[{"figure":"p50"|"p90"|"p99"|"p99_9"|"p99_99"|"max",
+ *       "a":{"runs":[V...],"median":X,"min":V,"max":V},"b":{...},
+ *       "ratio":B_median/A_median|null,"insufficient":BOOL,
+ *       "verdict":"a_faster"|"b_faster"|"no_difference"|"spread_unknown"|"too_few_samples"}]}]}
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "plot.h"
+#include "tailbus/log.h"
+#include "tailbus/report.h"
+#include "tailbus/summary.h"
+
+#define VERB "compare"
+#define SIDES 2
+/* p50..p99.99 from summary.h, then max. */
+#define FIGURES (TB_SUMMARY_PERCENTILES + 1)
+#define FIGURE_MAX TB_SUMMARY_PERCENTILES
+
+static const char *const side_names[SIDES] = {"A", "B"};
+
+enum format { FMT_TEXT, FMT_JSON };
+
+enum verdict { V_A_FASTER, V_B_FASTER, V_NO_DIFFERENCE, V_SPREAD_UNKNOWN, V_TOO_FEW };
+
+static const char *const verdict_keys[] = {"a_faster", "b_faster", "no_difference",
+					   "spread_unknown", "too_few_samples"};
+
+struct options {
+	enum format format;
+	const char *plot_dir;
+	const char *tag; /* NULL: every tag present in all runs */
+	const char **files[SIDES];
+	size_t nfiles[SIDES];
+};
+
+/* One tag of one run. */
+struct run_tag {
+	char name[TB_LOG_TAG_MAX];
+	tb_hist h;
+};
+
+struct run {
+	const char *path;
+	struct run_tag *tags;
+	size_t ntags;
+};
+
+struct side {
+	struct run *runs;
+	size_t nruns;
+};
+
+/* One figure of one side over its runs. */
+struct spread {
+	double *values; /* per run, in run order */
+	double median, min, max;
+};
+
+struct figure {
+	struct spread side[SIDES];
+	bool insufficient;
+	enum verdict verdict;
+	double ratio; /* B median / A median; NAN when A's is 0 */
+};
+
+/* ---- reading ---- */
+
+static struct run_tag *run_tag(struct run *r, const char *name, const tb_hist *like)
+{
+	for (size_t i = 0; i < r->ntags; i++) {
+		if (!strcmp(r->tags[i].name, name))
+			return &r->tags[i];
+	}
+	if (!like)
+		return NULL;
+	struct run_tag *grown = realloc(r->tags, (r->ntags + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	r->tags = grown;
+	struct run_tag *t = &r->tags[r->ntags];
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	if (tb_hist_init_like(&t->h, like) < 0)
+		return NULL;
+	r->ntags++;
+	return t;
+}
+
+/* Merge every interval of the file, per tag. 0; -1 after saying what was
+ * wrong with some lines; READ_FAILED when the file cannot be read at all. */
+#define READ_FAILED (-2)
+static int read_run(struct run *r, const char *tag)
+{
+	char *text;
+	size_t len;
+	int rc = tb_read_file(r->path, &text, &len);
+	if (rc < 0) {
+		tb_cli_error(VERB, "cannot read %s: %s; run left out", r->path, strerror(-rc));
+		return READ_FAILED;
+	}
+	tb_log_reader rd;
+	tb_log_entry e;
+	memset(&e, 0, sizeof(e));
+	tb_log_reader_init(&rd, text, len);
+	int status = 0;
+	while ((rc = tb_log_reader_next(&rd, &e)) != 0) {
+		if (rc == -ENOMEM)
+			break;
+		if (rc < 0) {
+			tb_cli_error(VERB, "%s: %s", r->path, rd.err);
+			status = -1;
+			continue;
+		}
+		if (tag && strcmp(tag, e.tag))
+			continue;
+		struct run_tag *t = run_tag(r, e.tag, &e.hist);
+		if (!t) {
+			rc = -ENOMEM;
+			break;
+		}
+		if ((rc = tb_hist_add_growing(&t->h, &e.hist)) < 0) {
+			tb_cli_error(VERB, "%s: line %zu: cannot merge tag '%s': %s", r->path, e.line,
+				     e.tag, strerror(-rc));
+			status = -1;
+		}
+	}
+	if (rc == -ENOMEM) {
+		tb_cli_error(VERB, "%s: out of memory", r->path);
+		status = -1;
+	}
+	tb_log_entry_free(&e);
+	free(text);
+	return status;
+}
+
+static void free_sides(struct side *sides)
+{
+	for (int s = 0; s < SIDES; s++) {
+		for (size_t i = 0; i < sides[s].nruns; i++) {
+			for (size_t t = 0; t < sides[s].runs[i].ntags; t++)
+				tb_hist_free(&sides[s].runs[i].tags[t].h);
+			free(sides[s].runs[i].tags);
+		}
+		free(sides[s].runs);
+	}
+}
+
+/* ---- the comparison ---- */
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median, min and max of sp->values (n > 0); the values keep their order. */
+static int describe(struct spread *sp, size_t n)
+{
+	double *sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, sp->values, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), by_value);
+	sp->median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+	sp->min = sorted[0];
+	sp->max = sorted[n - 1];
+	free(sorted);
+	return 0;
+}
+
+static enum verdict judge(const struct figure *f, const size_t *nruns)
+{
+	if (nruns[0] < 2 || nruns[1] < 2)
+		return V_SPREAD_UNKNOWN;
+	if (f->insufficient)
+		return V_TOO_FEW;
+	if (f->side[0].max < f->side[1].min)
+		return V_A_FASTER;
+	if (f->side[1].max < f->side[0].min)
+		return V_B_FASTER;
+	return V_NO_DIFFERENCE;
+}
+
+/* Chance that the spreads separate when A and B are the same: 2 / C(a+b, a). */
+static double chance_separated(size_t a, size_t b)
+{
+	double c = 1.0;
+	for (size_t i = 1; i <= a; i++)
+		c = c * (double)(b + i) / (double)i;
+	return fmin(1.0, 2.0 / c);
+}
+
+/* The figures of one tag; values[s] has room for FIGURES * nruns[s]. */
+static int compare_tag(const struct side *sides, size_t *tag_at[SIDES], struct figure *fig,
+		       double *values[SIDES], int64_t *totals[SIDES])
+{
+	size_t nruns[SIDES] = {sides[0].nruns, sides[1].nruns};
+	for (int k = 0; k < FIGURES; k++)
+		fig[k].insufficient = false;
+	for (int s = 0; s < SIDES; s++) {
+		for (size_t i = 0; i < nruns[s]; i++) {
+			tb_summary sum;
+			tb_summarize(&sides[s].runs[i].tags[tag_at[s][i]].h, &sum);
+			totals[s][i] = sum.total;
+			for (int k = 0; k < FIGURES; k++) {
+				bool is_max = k == FIGURE_MAX;
+				values[s][(size_t)k * nruns[s] + i] = (double)(is_max ? sum.max : sum.pct[k]);
+				fig[k].insufficient |= !is_max && sum.insufficient[k];
+			}
+		}
+	}
+	for (int k = 0; k < FIGURES; k++) {
+		for (int s = 0; s < SIDES; s++) {
+			fig[k].side[s].values = values[s] + (size_t)k * nruns[s];
+			if (describe(&fig[k].side[s], nruns[s]) < 0)
+				return -ENOMEM;
+		}
+		fig[k].verdict = judge(&fig[k], nruns);
+		fig[k].ratio = fig[k].side[0].median > 0
+				       ? fig[k].side[1].median / fig[k].side[0].median
+				       : NAN;
+	}
+	return 0;
+}
+
+/* ---- output ---- */
+
+static const char *figure_key(int k)
+{
+	return k == FIGURE_MAX ? "max" : tb_summary_keys[k];
+}
+
+static const char *figure_label(int k)
+{
+	return k == FIGURE_MAX ? "max" : tb_summary_labels[k];
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* A median may fall between two runs: one decimal only then. */
+static void fmt_value(char *buf, size_t cap, double v)
+{
+	if (v == floor(v))
+		snprintf(buf, cap, "%.0f", v);
+	else
+		snprintf(buf, cap, "%.1f", v);
+}
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void json_number(FILE *out, double v)
+{
+	if (isnan(v))
+		fputs("null", out);
+	else
+		fprintf(out, "%.17g", v);
+}
+
+static void text_verdict(FILE *out, const struct figure *f)
+{
+	switch (f->verdict) {
+	case V_A_FASTER: fputs("A faster", out); break;
+	case V_B_FASTER: fputs("B faster", out); break;
+	case V_NO_DIFFERENCE: fputs("no difference shown", out); break;
+	case V_SPREAD_UNKNOWN: fputs("spread cannot be judged (one run on a side)", out); break;
+	case V_TOO_FEW: fputs("too few samples beyond it (*)", out); break;
+	}
+}
+
+static void print_text_tag(FILE *out, const char *tag, const size_t *nruns,
+			   const struct figure *fig, int64_t *const totals[SIDES])
+{
+	char med[SIDES][32], lo[SIDES][32], hi[SIDES][32], range[SIDES][80];
+	fprintf(out, "%s%s: A %zu run%s, B %zu run%s\n", *tag ? "tag " : "", *tag ? tag : "(untagged)",
+		nruns[0], nruns[0] == 1 ? "" : "s", nruns[1], nruns[1] == 1 ? "" : "s");
+	fprintf(out, "  samples per run:");
+	for (int s = 0; s < SIDES; s++) {
+		fprintf(out, " %s", side_names[s]);
+		for (size_t i = 0; i < nruns[s]; i++)
+			fprintf(out, " %" PRId64, totals[s][i]);
+		fputs(s == 0 ? ";" : "\n", out);
+	}
+	fprintf(out, "  %-7s %12s  %-25s %12s  %-25s %6s  %s\n", "", "A median", "A spread",
+		"B median", "B spread", "B/A", "verdict");
+	for (int k = 0; k < FIGURES; k++) {
+		for (int s = 0; s < SIDES; s++) {
+			fmt_value(med[s], sizeof(med[s]), fig[k].side[s].median);
+			fmt_value(lo[s], sizeof(lo[s]), fig[k].side[s].min);
+			fmt_value(hi[s], sizeof(hi[s]), fig[k].side[s].max);
+			snprintf(range[s], sizeof(range[s]), "%s..%s", lo[s], hi[s]);
+		}
+		fprintf(out, "  %-7s %12s  %-25s %12s  %-25s %6.2f  ", figure_label(k), med[0], range[0],
+			med[1], range[1], fig[k].ratio);
+		text_verdict(out, &fig[k]);
+		fputc('\n', out);
+	}
+	fprintf(out, "  per run (A | B):\n");
+	for (int k = 0; k < FIGURES; k++) {
+		fprintf(out, "  %-7s", figure_label(k));
+		for (int s = 0; s < SIDES; s++) {
+			for (size_t i = 0; i < nruns[s]; i++) {
+				fmt_value(med[0], sizeof(med[0]), fig[k].side[s].values[i]);
+				fprintf(out, " %s", med[0]);
+			}
+			if (s == 0)
+				fputs(" |", out);
+		}
+		fputs(fig[k].insufficient ? " *\n" : "\n", out);
+	}
+	if (nruns[0] >= 2 && nruns[1] >= 2)
+		fprintf(out, "  with %zu and %zu runs, spreads separate by chance %.1f%% of the time "
+			"when A and B are the same\n",
+			nruns[0], nruns[1], 100.0 * chance_separated(nruns[0], nruns[1]));
+	else
+		fprintf(out, "  one run on a side shows no run-to-run noise: repeat each configuration "
+			"(A B A B ...) to call a difference\n");
+}
+
+static void json_spread(FILE *out, const struct spread *sp, size_t n)
+{
+	fputs("{\"runs\":[", out);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? "," : "", out);
+		json_number(out, sp->values[i]);
+	}
+	fputs("],\"median\":", out);
+	json_number(out, sp->median);
+	fputs(",\"min\":", out);
+	json_number(out, sp->min);
+	fputs(",\"max\":", out);
+	json_number(out, sp->max);
+	fputc('}', out);
+}
+
+static void print_json_tag(FILE *out, const char *tag, const size_t *nruns,
+			   const struct figure *fig, int64_t *const totals[SIDES])
+{
+	fputs("{\"tag\":", out);
+	json_string(out, tag);
+	for (int s = 0; s < SIDES; s++) {
+		fprintf(out, ",\"%s\":{\"totals\":[", s ? "b" : "a");
+		for (size_t i = 0; i < nruns[s]; i++)
+			fprintf(out, "%s%" PRId64, i ? "," : "", totals[s][i]);
+		fputs("]}", out);
+	}
+	fputs(",\"chance_separated\":", out);
+	json_number(out, nruns[0] >= 2 && nruns[1] >= 2 ? chance_separated(nruns[0], nruns[1]) : NAN);
+	fputs(",\"figures\":[", out);
+	for (int k = 0; k < FIGURES; k++) {
+		fprintf(out, "%s{\"figure\":\"%s\",\"a\":", k ? "," : "", figure_key(k));
+		json_spread(out, &fig[k].side[0], nruns[0]);
+		fputs(",\"b\":", out);
+		json_spread(out, &fig[k].side[1], nruns[1]);
+		fputs(",\"ratio\":", out);
+		json_number(out, fig[k].ratio);
+		fprintf(out, ",\"insufficient\":%s,\"verdict\":\"%s\"}",
+			fig[k].insufficient ? "true" : "false", verdict_keys[fig[k].verdict]);
+	}
+	fputs("]}", out);
+}
+
+/* All runs' spectra of one tag: A in blues, B in reds (dashed). */
+static int plot_tag(const struct options *o, const struct side *sides, size_t *tag_at[SIDES],
+		    const char *tag, FILE *note)
+{
+	size_t n = sides[0].nruns + sides[1].nruns, at = 0;
+	tb_plot_spectrum *spectra = calloc(n, sizeof(*spectra));
+	char (*labels)[64] = calloc(n, sizeof(*labels));
+	char title[TB_LOG_TAG_MAX + 64], path[PATH_MAX];
+	int rc = spectra && labels ? 0 : -ENOMEM;
+	for (int s = 0; s < SIDES && rc == 0; s++) {
+		for (size_t i = 0; i < sides[s].nruns; i++, at++) {
+			const struct run *r = &sides[s].runs[i];
+			snprintf(labels[at], sizeof(labels[at]), "%s%zu %s", side_names[s], i + 1,
+				 base_name(r->path));
+			spectra[at] = (tb_plot_spectrum){labels[at], &r->tags[tag_at[s][i]].h,
+							 tb_plot_color(s ? TB_PLOT_REDS : TB_PLOT_BLUES, i),
+							 s ? TB_PLOT_DASHED : TB_PLOT_SOLID};
+		}
+	}
+	snprintf(title, sizeof(title), "Latency by percentile, A (blue) vs B (red): %s%s",
+		 *tag ? "tag " : "", *tag ? tag : "(untagged)");
+	if (rc == 0)
+		rc = tb_plot_path(path, sizeof(path), o->plot_dir, "compare-spectrum", tag);
+	if (rc == 0)
+		rc = tb_plot_spectra(path, title, spectra, n, TB_HGRM_DEFAULT_TICKS);
+	if (rc == 0)
+		fprintf(note, "plot: %s\n", path);
+	else
+		tb_cli_error(VERB, "cannot write the spectrum plot of %s in %s: %s",
+			     *tag ? tag : "(untagged)", o->plot_dir, strerror(-rc));
+	free(spectra);
+	free(labels);
+	return rc;
+}
+
+/* ---- driving ---- */
+
+/* Where each run keeps `tag`; false (after a note) when a run lacks it. */
+static bool locate(const struct side *sides, const char *tag, size_t *tag_at[SIDES])
+{
+	for (int s = 0; s < SIDES; s++) {
+		for (size_t i = 0; i < sides[s].nruns; i++) {
+			const struct run *r = &sides[s].runs[i];
+			size_t t = 0;
+			while (t < r->ntags && strcmp(r->tags[t].name, tag))
+				t++;
+			if (t == r->ntags) {
+				tb_cli_error(VERB, "tag '%s' has no intervals in %s; not compared",
+					     *tag ? tag : "(untagged)", r->path);
+				return false;
+			}
+			tag_at[s][i] = t;
+		}
+	}
+	return true;
+}
+
+/* Tags in order of first appearance over all runs (*tags malloc'd). 0 or -ENOMEM. */
+static int all_tags(const struct side *sides, const char ***tags, size_t *n)
+{
+	*tags = NULL;
+	*n = 0;
+	for (int s = 0; s < SIDES; s++) {
+		for (size_t i = 0; i < sides[s].nruns; i++) {
+			const struct run *r = &sides[s].runs[i];
+			for (size_t t = 0; t < r->ntags; t++) {
+				size_t k = 0;
+				while (k < *n && strcmp((*tags)[k], r->tags[t].name))
+					k++;
+				if (k < *n)
+					continue;
+				const char **grown = realloc(*tags, (*n + 1) * sizeof(**tags));
+				if (!grown)
+					return -ENOMEM;
+				*tags = grown;
+				(*tags)[(*n)++] = r->tags[t].name;
+			}
+		}
+	}
+	return 0;
+}
+
+struct work {
+	size_t *tag_at[SIDES];
+	double *values[SIDES];
+	int64_t *totals[SIDES];
+	struct figure fig[FIGURES];
+};
+
+static int work_alloc(struct work *w, const struct side *sides)
+{
+	memset(w, 0, sizeof(*w));
+	for (int s = 0; s < SIDES; s++) {
+		size_t n = sides[s].nruns;
+		w->tag_at[s] = calloc(n, sizeof(*w->tag_at[s]));
+		w->values[s] = calloc(FIGURES * n, sizeof(*w->values[s]));
+		w->totals[s] = calloc(n, sizeof(*w->totals[s]));
+		if (!w->tag_at[s] || !w->values[s] || !w->totals[s])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void work_free(struct work *w)
+{
+	for (int s = 0; s < SIDES; s++) {
+		free(w->tag_at[s]);
+		free(w->values[s]);
+		free(w->totals[s]);
+	}
+}
+
+static void json_files(FILE *out, const struct side *side)
+{
+	fputc('[', out);
+	for (size_t i = 0; i < side->nruns; i++) {
+		fputs(i ? "," : "", out);
+		json_string(out, side->runs[i].path);
+	}
+	fputc(']', out);
+}
+
+/* Compare every tag; returns the exit status. */
+static int report(const struct options *o, const struct side *sides)
+{
+	size_t ntags = 1, compared = 0;
+	const char **tags = NULL, *const *names = &o->tag;
+	struct work w;
+	int rc = work_alloc(&w, sides);
+	if (rc == 0 && !o->tag) {
+		rc = all_tags(sides, &tags, &ntags);
+		names = tags;
+	}
+	if (rc < 0) {
+		tb_cli_error(VERB, "out of memory");
+		work_free(&w);
+		free(tags);
+		return TB_EXIT_INPUT;
+	}
+	size_t nruns[SIDES] = {sides[0].nruns, sides[1].nruns};
+	int status = TB_EXIT_OK;
+	FILE *out = stdout, *note = o->format == FMT_TEXT ? stdout : stderr;
+	if (o->format == FMT_JSON) {
+		fputs("{\"a\":", out);
+		json_files(out, &sides[0]);
+		fputs(",\"b\":", out);
+		json_files(out, &sides[1]);
+		fputs(",\"tags\":[", out);
+	} else {
+		for (int s = 0; s < SIDES; s++) {
+			fprintf(out, "%s:", side_names[s]);
+			for (size_t i = 0; i < nruns[s]; i++)
+				fprintf(out, " %s", sides[s].runs[i].path);
+			fputc('\n', out);
+		}
+	}
+	for (size_t t = 0; t < ntags; t++) {
+		if (!locate(sides, names[t], w.tag_at)) {
+			status = o->tag ? TB_EXIT_INPUT : status;
+			continue;
+		}
+		if (compare_tag(sides, w.tag_at, w.fig, w.values, w.totals) < 0) {
+			tb_cli_error(VERB, "out of memory");
+			status = TB_EXIT_INPUT;
+			break;
+		}
+		if (o->format == FMT_JSON) {
+			fputs(compared ? "," : "", out);
+			print_json_tag(out, names[t], nruns, w.fig, w.totals);
+		} else {
+			fputc('\n', out);
+			print_text_tag(out, names[t], nruns, w.fig, w.totals);
+		}
+		compared++;
+		if (o->plot_dir && plot_tag(o, sides, w.tag_at, names[t], note) < 0)
+			status = TB_EXIT_INPUT;
+	}
+	if (o->format == FMT_JSON)
+		fputs("]}\n", out);
+	if (compared == 0) {
+		tb_cli_error(VERB, "no tag has intervals in every run: nothing compared");
+		status = TB_EXIT_INPUT;
+	}
+	work_free(&w);
+	free(tags);
+	return status;
+}
+
+/* ---- options ---- */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tailbus compare A.hlog... -- B.hlog... [--format text|json] [--plot DIR]\n"
+		"                       [--tag T]\n"
+		"Each file is one run of configuration A or B (repeat each, interleaved A B A B).\n"
+		"For p50, p90, p99, p99.9, p99.99 and max: every run's value, each side's median\n"
+		"and spread (min..max over its runs). A difference is called (\"A faster\",\n"
+		"\"B faster\", with the ratio of the medians) only when the spreads do not\n"
+		"overlap, never with one run on a side, never on a percentile with fewer than\n"
+		"%d samples beyond it; otherwise \"no difference shown\". --plot DIR overlays\n"
+		"the spectra of all runs (A blue, B red) in DIR/compare-spectrum[_TAG].svg.\n",
+		TB_MIN_SAMPLES_BEYOND);
+}
+
+/* "--name VALUE" or "--name=VALUE": the value, advancing *i; NULL if not `name`. */
+static const char *option_value(char **args, size_t n, size_t *i, const char *name, bool *missing)
+{
+	size_t k = strlen(name);
+	if (strncmp(args[*i], name, k))
+		return NULL;
+	if (args[*i][k] == '=')
+		return args[*i] + k + 1;
+	if (args[*i][k] != '\0')
+		return NULL;
+	if (*i + 1 >= n) {
+		*missing = true;
+		return NULL;
+	}
+	return args[++*i];
+}
+
+/* Options may stand on either side of "--"; everything else is a file. */
+static int parse_side(char **args, size_t n, struct options *o, int side)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool missing = false;
+		const char *v;
+		if (!strcmp(args[i], "--help") || !strcmp(args[i], "-h")) {
+			usage(stdout);
+			return 1;
+		} else if ((v = option_value(args, n, &i, "--format", &missing))) {
+			if (!strcmp(v, "text"))
+				o->format = FMT_TEXT;
+			else if (!strcmp(v, "json"))
+				o->format = FMT_JSON;
+			else {
+				tb_cli_error(VERB, "bad value '%s' for --format", v);
+				return -EINVAL;
+			}
+		} else if ((v = option_value(args, n, &i, "--plot", &missing))) {
+			o->plot_dir = v;
+		} else if ((v = option_value(args, n, &i, "--tag", &missing))) {
+			o->tag = v;
+		} else if (missing || (args[i][0] == '-' && args[i][1] != '\0')) {
+			tb_cli_error(VERB, "%s '%s'", missing ? "no value for" : "unknown option", args[i]);
+			return -EINVAL;
+		} else {
+			o->files[side][o->nfiles[side]++] = args[i];
+		}
+	}
+	return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	size_t n = argc > 1 ? (size_t)argc - 1 : 0, split = 0;
+	char **args = argv + 1;
+	while (split < n && strcmp(args[split], "--"))
+		split++;
+	for (int s = 0; s < SIDES; s++) {
+		o->files[s] = calloc(n ? n : 1, sizeof(*o->files[s]));
+		if (!o->files[s])
+			return -ENOMEM;
+	}
+	int rc = parse_side(args, split, o, 0);
+	if (rc == 0 && split < n)
+		rc = parse_side(args + split + 1, n - split - 1, o, 1);
+	if (rc)
+		return rc;
+	if (split == n || o->nfiles[0] == 0 || o->nfiles[1] == 0) {
+		tb_cli_error(VERB, "give the runs of A, then '--', then the runs of B");
+		usage(stderr);
+		return -EINVAL;
+	}
+	if (o->tag && *o->tag && !tb_log_tag_valid(o->tag)) {
+		tb_cli_error(VERB, "--tag '%s' is not a valid tag (no ',', space or newline)", o->tag);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Read every run; a file that cannot be read is left out (and said). */
+static int read_sides(const struct options *o, struct side *sides)
+{
+	int status = TB_EXIT_OK;
+	for (int s = 0; s < SIDES; s++) {
+		sides[s].runs = calloc(o->nfiles[s], sizeof(*sides[s].runs));
+		if (!sides[s].runs)
+			return -ENOMEM;
+		for (size_t i = 0; i < o->nfiles[s]; i++) {
+			struct run *r = &sides[s].runs[sides[s].nruns];
+			r->path = o->files[s][i];
+			int rc = read_run(r, o->tag);
+			if (rc < 0)
+				status = TB_EXIT_INPUT;
+			if (rc != READ_FAILED)
+				sides[s].nruns++;
+		}
+	}
+	return status;
+}
+
+int tb_cmd_compare(int argc, char **argv)
+{
+	struct options o;
+	struct side sides[SIDES];
+	memset(sides, 0, sizeof(sides));
+	int rc = parse_options(argc, argv, &o), status;
+	if (rc) {
+		free(o.files[0]);
+		free(o.files[1]);
+		if (rc == -ENOMEM)
+			tb_cli_error(VERB, "out of memory");
+		return rc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
+	}
+	status = read_sides(&o, sides);
+	if (status < 0) {
+		tb_cli_error(VERB, "out of memory");
+		status = TB_EXIT_INPUT;
+	} else if (sides[0].nruns == 0 || sides[1].nruns == 0) {
+		tb_cli_error(VERB, "side %s has no readable run: nothing compared",
+			     sides[0].nruns ? "B" : "A");
+		status = TB_EXIT_INPUT;
+	} else {
+		int reported = report(&o, sides);
+		status = reported != TB_EXIT_OK ? reported : status;
+	}
+	free_sides(sides);
+	free(o.files[0]);
+	free(o.files[1]);
+	return status;
+}
