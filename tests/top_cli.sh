@@ -1,0 +1,421 @@
+#!/usr/bin/env bash
+# top_cli.sh - `tailbus top` as an operator runs it, against a real collector:
+#   --once --json figures equal what the emitter sent (window 60 and 1),
+#   the text table (units, marks, legend), sufficiency marks on a small count,
+#   '~' upper bounds when a histogram does not fit the live area, ring drops,
+#   a stale heartbeat, a segment replaced by `tailbusd --fresh`, --log on the
+#   collector's own log and on a growing file with a torn last line, a real terminal (tmux: in-place redraw, the cursor
+#   and the prompt back after Ctrl-C and 'q'), and the error sentences.
+#
+# Needs: TAILBUS, TAILBUSD, TB_EMIT. tmux for the terminal checks: skipped
+# with a message when absent, unless TAILBUS_REQUIRE_TMUX=1.
+set -euo pipefail
+
+: "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}"
+tmp=$(mktemp -d)
+pids=()
+TMUX_SOCK="$tmp/tmux.sock"
+cleanup() {
+	# TERM first: timeout passes it on to a background top, which exits
+	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -TERM "$p" 2>/dev/null || true; done
+	sleep 0.2
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	if command -v tmux >/dev/null && [[ -S "$TMUX_SOCK" ]]; then
+		tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+
+check() {
+	local name=$1
+	shift
+	if "$@"; then passed=$((passed + 1)); echo "ok: $name"
+	else failed=$((failed + 1)); echo "FAILED: $name"; fi
+}
+
+# start_collector NAME [extra args]: as in it_bus.sh; sets $cpid
+start_collector() {
+	local name=$1
+	shift
+	mkdir -p "$tmp/$name/seg" "$tmp/$name/log"
+	"$TAILBUSD" --bus "$name" --dir "$tmp/$name/seg" --log-dir "$tmp/$name/log" \
+		--idle-us 200 --foreground "$@" >>"$tmp/$name/tailbusd.out" 2>&1 &
+	cpid=$!
+	pids+=("$cpid")
+	for _ in $(seq 100); do
+		grep -q "tailbusd: writing" "$tmp/$name/tailbusd.out" 2>/dev/null && return 0
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "  tailbusd did not start:"; cat "$tmp/$name/tailbusd.out"; return 1
+}
+
+emit() { # bus, then tb_emit args
+	local bus=$1
+	shift
+	TAILBUS_DIR="$tmp/$bus/seg" "$TB_EMIT" --bus "$bus" "$@"
+}
+
+run_top() { # bus, then top args
+	local bus=$1
+	shift
+	"$TAILBUS" top --bus "$bus" --dir "$tmp/$bus/seg" "$@"
+}
+
+# background_top ARGS: `tailbus top` streaming in the background, under a
+# timeout so that a top that ignores SIGINT fails the test instead of hanging
+# it; sets $tp (timeout passes signals on to top)
+TOP_TIMEOUT_S=60
+background_top() {
+	timeout "$TOP_TIMEOUT_S" "$TAILBUS" top "$@" &
+	tp=$!
+	pids+=("$tp")
+}
+
+# wait_published BUS METRIC COUNT: until the live area's 60 s window of
+# METRIC holds COUNT samples (the collector publishes an interval's events
+# once the interval and its grace period are over)
+wait_published() {
+	local bus=$1 metric=$2 want=$3 got=
+	for _ in $(seq 60); do
+		got=$(run_top "$bus" --once --json --window 60 | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(next((m["count"] for m in d["metrics"] if m["name"] == sys.argv[1]), 0))' "$metric")
+		[[ $got -eq $want ]] && return 0
+		sleep 0.1
+	done
+	echo "  $metric: $got samples published, want $want"
+	return 1
+}
+
+# compare_json TOPJSON EXPECTFILE MODE: each metric's window in top's JSON
+# against tb_emit's --expect figures. MODE exact: every figure equal and no
+# '~'; bound: count and max equal, percentiles at least the true ones.
+compare_json() {
+	python3 - "$@" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+mode = sys.argv[3]
+got = {m["name"]: m for m in doc["metrics"]}
+keys = ["count", "p50", "p90", "p99", "p99_9", "p99_99", "max"]
+ok = True
+for line in open(sys.argv[2]):
+    f = line.split()
+    want = dict(zip(keys, map(int, f[1:])))
+    m = got.get(f[0])
+    if m is None:
+        print("  %s missing from top" % f[0]); ok = False; continue
+    if mode == "exact" and m["approximate"]:
+        print("  %s: a histogram did not fit the live area; use fewer samples per interval" % f[0])
+        ok = False
+    for k, v in want.items():
+        exact = mode == "exact" or k in ("count", "max")
+        if (exact and m[k] != v) or (not exact and m[k] < v):
+            print("  %s %s: top %s, sent %s" % (f[0], k, m[k], v)); ok = False
+sys.exit(0 if ok else 1)
+EOF
+}
+
+json_get() { # file metric key: one value, lists comma-joined
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = next(m for m in d["metrics"] if m["name"] == sys.argv[2])
+v = m[sys.argv[3]]
+print(",".join(v) if isinstance(v, list) else json.dumps(v))' "$@"
+}
+
+expect_eq() { # what, got, want
+	[[ "$2" == "$3" ]] || { echo "  $1: got '$2', want '$3'"; return 1; }
+}
+
+# ---- one collector, three metrics at a fixed rate, for most checks ----
+BUS=live
+start_collector $BUS || exit 1
+live_pid=$cpid
+# 1000 events/s over m0..m2 for 3 s: about 333 samples per metric and
+# interval, whose histograms fit the live area's 1 KiB frames
+emit $BUS --threads 1 --count 3000 --metrics 3 --rate 1000 --seed 5 --expect "$tmp/expect" >"$tmp/emit.out"
+wait_published $BUS m2 1000 || exit 1
+
+window_60() {
+	run_top $BUS --once --json --window 60 >"$tmp/w60.json" || return 1
+	compare_json "$tmp/w60.json" "$tmp/expect" exact || return 1
+	# 1000 samples: p99 and beyond have fewer than 100 expected above them
+	expect_eq "m0 insufficient" "$(json_get "$tmp/w60.json" m0 insufficient)" "p99,p99_9,p99_99"
+	expect_eq "window_s" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["window_s"])' "$tmp/w60.json")" 60
+}
+check "--once --json --window 60: count, percentiles and max equal what was sent" window_60
+
+# the newest interval of a tag, as its own log: replay counts it independently
+newest_logged() { # tag
+	local log
+	log=$(ls "$tmp/$BUS"/log/*.hlog)
+	{ grep -v '^Tag=' "$log"; grep "^Tag=$1," "$log" | tail -1; } >"$tmp/newest.hlog"
+	"$TAILBUS" replay "$tmp/newest.hlog" --format csv | awk -F, -v t="$1" '$1 == t { print $3 }'
+}
+
+window_1() {
+	run_top $BUS --once --json --window 1 >"$tmp/w1.json" || return 1
+	for m in m0 m1 m2; do
+		expect_eq "$m intervals" "$(json_get "$tmp/w1.json" $m intervals)" 1 || return 1
+		expect_eq "$m count" "$(json_get "$tmp/w1.json" $m count)" "$(newest_logged $m)" || return 1
+	done
+}
+check "--window 1: one interval, the count of the newest logged interval" window_1
+
+text_table() {
+	run_top $BUS --once --window 10 >"$tmp/text.out" || return 1
+	local ok=0
+	grep -q "bus $BUS   window 10 s" "$tmp/text.out" || { echo "  no header"; ok=1; }
+	grep -qE "segment $tmp/$BUS/seg/$BUS.tailbus, (4 KiB pages \(not hugepages\)|[0-9]+ [MG]iB hugepages)" \
+		"$tmp/text.out" || { echo "  no segment/page size line"; ok=1; }
+	grep -q "collector pid $live_pid, heartbeat fresh" "$tmp/text.out" || { echo "  no collector line"; ok=1; }
+	grep -qE '^metric +rate/s +count +p50 +p90 +p99 +p99\.9 +p99\.99 +max +drops$' "$tmp/text.out" ||
+		{ echo "  no column header"; ok=1; }
+	# a row: name, rate, count, then six values with units, then drops
+	grep -qE '^m0 +[0-9.]+k? +1000( +[0-9.]+ (ns|us|ms|s)[*~ ]*){6} +0' "$tmp/text.out" ||
+		{ echo "  no m0 row with units"; ok=1; }
+	grep -qE '[0-9] (ns|us|ms|s)\*' "$tmp/text.out" || { echo "  no '*' mark"; ok=1; }
+	grep -q '^\* fewer than 100 samples expected beyond this percentile' "$tmp/text.out" ||
+		{ echo "  no legend"; ok=1; }
+	[[ $ok -eq 0 ]] || cat "$tmp/text.out"
+	return $ok
+}
+check "text: header (bus, segment, pages, collector), units, '*' marks and the legend" text_table
+
+small_count() {
+	emit $BUS --count 50 --prefix s --seed 3 >/dev/null
+	wait_published $BUS s0 50 || return 1
+	run_top $BUS --once --json --window 60 >"$tmp/small.json" || return 1
+	expect_eq "s0 insufficient" "$(json_get "$tmp/small.json" s0 insufficient)" "p50,p90,p99,p99_9,p99_99" ||
+		return 1
+	run_top $BUS --once --window 60 | grep -E '^s0 ' >"$tmp/small.txt" || return 1
+	expect_eq "marks on the s0 row" "$(grep -o '\*' "$tmp/small.txt" | wc -l)" 5
+}
+check "50 samples: every percentile is marked insufficient" small_count
+
+approximate() {
+	# 20000 log-spread samples in one go: far more than a 1 KiB frame holds
+	emit $BUS --count 20000 --prefix big --seed 9 --expect "$tmp/bexpect" >/dev/null
+	wait_published $BUS big0 20000 || return 1
+	run_top $BUS --once --json --window 60 >"$tmp/big.json" || return 1
+	expect_eq "big0 approximate" "$(json_get "$tmp/big.json" big0 approximate)" true || return 1
+	compare_json "$tmp/big.json" "$tmp/bexpect" bound || return 1
+	run_top $BUS --once --window 60 >"$tmp/big.txt" || return 1
+	grep -qE '^big0 .*[0-9] (ns|us|ms|s)\*?~' "$tmp/big.txt" || { echo "  no '~' on big0"; return 1; }
+	grep -q '^~ upper bound' "$tmp/big.txt" || { echo "  no '~' legend"; return 1; }
+}
+check "histogram too big for the live area: exact count and max, percentiles marked '~' (upper bounds)" approximate
+
+log_same() { # quiet|say
+	run_top $BUS --once --json --window 60 >"$tmp/busall.json" || return 1
+	"$TAILBUS" top --log "$tmp/$BUS"/log/*.hlog --once --json --window 60 >"$tmp/log.json" || return 1
+	python3 - "$tmp/busall.json" "$tmp/log.json" "$1" <<'EOF'
+import json, sys
+bus = {m["name"]: m for m in json.load(open(sys.argv[1]))["metrics"]}
+log = json.load(open(sys.argv[2]))
+got = {m["name"]: m for m in log["metrics"]}
+ok = log["bus"] is None and log["bad_lines"] == 0
+for name, m in bus.items():
+    g = got.get(name)
+    if g is None or g["count"] != m["count"] or g["max"] != m["max"] or g["drops"] is not None:
+        if sys.argv[3] == "say": print("  %s: log %s, bus %s" % (name, g and (g["count"], g["max"]), (m["count"], m["max"])))
+        ok = False
+    elif not m["approximate"] and g["p99"] != m["p99"]:
+        if sys.argv[3] == "say": print("  %s p99: log %s, bus %s" % (name, g["p99"], m["p99"]))
+        ok = False
+sys.exit(0 if ok else 1)
+EOF
+}
+
+log_mode() {
+	# the log's lines of an interval land a little after its live publication
+	for _ in $(seq 20); do
+		log_same quiet && return 0
+		sleep 0.1
+	done
+	log_same say
+}
+check "--log on the collector's log: the same counts, max and p99 as the bus" log_mode
+
+logged_count() { # log tag N: samples in the tag's first N lines, by replay
+	{ grep -v '^Tag=' "$1"; grep "^Tag=$2," "$1" | head -"$3"; } >"$tmp/first.hlog"
+	"$TAILBUS" replay "$tmp/first.hlog" --format csv | awk -F, -v t="$2" '$1 == t { print $3 }'
+}
+
+# a log growing under top: a copy of the header, then lines appended, one torn
+log_follow() {
+	local log f=$tmp/follow.hlog line
+	log=$(ls "$tmp/$BUS"/log/*.hlog)
+	grep -v '^Tag=' "$log" >"$f"
+	background_top --log "$f" --json --window 60 --interval-ms 100 >"$tmp/follow.json"
+	sleep 0.4
+	grep '^Tag=m0,' "$log" | head -1 >>"$f"
+	line=$(grep '^Tag=m0,' "$log" | sed -n 2p)
+	printf '%s' "${line:0:40}" >>"$f" # a writer caught mid-append
+	sleep 0.5
+	printf '%s\n' "${line:40}" >>"$f"
+	sleep 0.5
+	kill -INT $tp
+	wait $tp || { echo "  top --log did not exit cleanly on SIGINT"; return 1; }
+	local want1 want2
+	want1=$(logged_count "$log" m0 1)
+	want2=$(logged_count "$log" m0 2)
+	# every snapshot parses; counts go 0 (or absent), first line, both lines;
+	# the torn line is never read as bad
+	python3 - "$tmp/follow.json" "$want1" "$want2" <<'EOF'
+import json, sys
+seq = []
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if d["bad_lines"]:
+        sys.exit("  a torn line was read: %s bad" % d["bad_lines"])
+    c = next((m["count"] for m in d["metrics"] if m["name"] == "m0"), 0)
+    if not seq or seq[-1] != c:
+        seq.append(c)
+want = [0, int(sys.argv[2]), int(sys.argv[3])]
+if seq != want:
+    sys.exit("  counts over time %s, want %s" % (seq, want))
+EOF
+}
+check "--log follows a growing file; a torn last line waits until it is complete" log_follow
+
+heartbeat() {
+	local text json
+	kill -STOP "$live_pid"
+	sleep 2.5
+	text=$(run_top $BUS --once) || { kill -CONT "$live_pid"; return 1; }
+	json=$(run_top $BUS --once --json) || { kill -CONT "$live_pid"; return 1; }
+	kill -CONT "$live_pid"
+	grep -q "collector pid $live_pid: heartbeat [0-9.]* s old - collector not running?" <<<"$text" ||
+		{ echo "$text" | head -3; return 1; }
+	python3 -c 'import json,sys; sys.exit(json.loads(sys.argv[1])["collector_running"] is not False)' "$json"
+}
+check "a collector that stopped beating: 'collector not running?'" heartbeat
+
+# ---- ring drops on their own bus ----
+drops() {
+	local bus=drops att wr dr
+	start_collector $bus --ring-events 4096 || return 1
+	kill -STOP "$cpid"
+	emit $bus --count 100000 >"$tmp/drops.out"
+	kill -CONT "$cpid"
+	read -r att wr dr <"$tmp/drops.out"
+	[[ $dr -gt 0 ]] || { echo "  nothing dropped ($att $wr $dr)"; return 1; }
+	wait_published $bus m0 "$wr" || return 1
+	run_top $bus --once --json --window 60 >"$tmp/drops.json" || return 1
+	kill -INT "$cpid"
+	wait "$cpid" || true
+	expect_eq "m0 drops" "$(json_get "$tmp/drops.json" m0 drops)" "$dr"
+}
+check "drops: the bus's ring drops during the window, exactly as the producer counted them" drops
+
+# ---- a collector restarted with --fresh replaces the segment under top ----
+fresh() {
+	local bus=fresh
+	start_collector $bus || return 1
+	local first=$cpid
+	emit $bus --count 300 --seed 1 >/dev/null
+	wait_published $bus m0 300 || return 1
+	background_top --bus $bus --dir "$tmp/$bus/seg" --json --window 60 --interval-ms 100 >"$tmp/fresh.json"
+	sleep 0.5
+	kill -INT "$first"
+	wait "$first" || true
+	start_collector $bus --fresh || return 1
+	emit $bus --count 70 --seed 2 >/dev/null
+	wait_published $bus m0 70 || return 1
+	sleep 0.5
+	kill -INT $tp
+	wait $tp || { echo "  top did not exit cleanly on SIGINT"; return 1; }
+	kill -INT "$cpid"
+	wait "$cpid" || true
+	# the stream saw the old segment, then the new one with its collector
+	python3 - "$tmp/fresh.json" "$first" <<'EOF'
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1])]
+count = lambda d: next((m["count"] for m in d["metrics"] if m["name"] == "m0"), 0)
+if count(docs[0]) != 300 or docs[0]["collector_pid"] != int(sys.argv[2]):
+    sys.exit("  first snapshot: %s samples, pid %s" % (count(docs[0]), docs[0]["collector_pid"]))
+last = docs[-1]
+if count(last) != 70 or not last["collector_running"] or last["collector_pid"] == int(sys.argv[2]):
+    sys.exit("  last snapshot: %s samples, pid %s" % (count(last), last["collector_pid"]))
+EOF
+}
+check "a collector restarted with --fresh: top follows the new segment" fresh
+
+# ---- a real terminal ----
+tmux_pane() { tmux -S "$TMUX_SOCK" capture-pane -p -t top "$@"; }
+tmux_cursor() { tmux -S "$TMUX_SOCK" display-message -p -t top '#{cursor_flag}'; }
+last_line() { tmux_pane | grep -v '^ *$' | tail -1; }
+
+terminal() {
+	local cmd="TAILBUS_DIR=$tmp/$BUS/seg $TAILBUS top --bus $BUS"
+	tmux -S "$TMUX_SOCK" new-session -d -s top -x 150 -y 30 \
+		"env PS1='top-test\$ ' bash --norc --noprofile" || return 1
+	sleep 0.3
+	tmux -S "$TMUX_SOCK" send-keys -t top "$cmd" Enter
+	sleep 1.5
+	tmux_pane >"$tmp/pane1"
+	sleep 1.7
+	tmux_pane -S - >"$tmp/pane2" # with the scrollback: redrawn in place, never scrolled
+	local hidden
+	hidden=$(tmux_cursor)
+	tmux -S "$TMUX_SOCK" send-keys -t top C-c
+	sleep 0.5
+	local ok=0
+	grep -qE '^m0 +[0-9.]+k? +[0-9]+ +[0-9.]+ (ns|us|ms|s)' "$tmp/pane2" || { echo "  no table"; ok=1; }
+	expect_eq "column headers in the scrollback" "$(grep -c '^metric  *rate/s' "$tmp/pane2")" 1 || ok=1
+	[[ "$(grep 'tailbus top   bus' "$tmp/pane1")" != "$(grep 'tailbus top   bus' "$tmp/pane2")" ]] ||
+		{ echo "  the header's clock did not move: no refresh"; ok=1; }
+	expect_eq "cursor while running" "$hidden" 0 || ok=1
+	expect_eq "cursor after Ctrl-C" "$(tmux_cursor)" 1 || ok=1
+	expect_eq "last line after Ctrl-C" "$(last_line)" 'top-test$' || ok=1
+	# 'q' quits too
+	tmux -S "$TMUX_SOCK" send-keys -t top "clear; $cmd" Enter
+	sleep 1
+	tmux -S "$TMUX_SOCK" send-keys -t top q
+	sleep 0.5
+	expect_eq "last line after q" "$(last_line)" 'top-test$' || ok=1
+	expect_eq "cursor after q" "$(tmux_cursor)" 1 || ok=1
+	[[ $ok -eq 0 ]] || { echo "  pane:"; cat "$tmp/pane2"; }
+	return $ok
+}
+if command -v tmux >/dev/null; then
+	check "terminal (tmux): table redrawn in place, cursor hidden, prompt and cursor back after Ctrl-C and q" terminal
+elif [[ "${TAILBUS_REQUIRE_TMUX:-0}" == 1 ]]; then
+	failed=$((failed + 1))
+	echo "FAILED: terminal: tmux is not installed and TAILBUS_REQUIRE_TMUX=1"
+else
+	echo "SKIPPED: terminal checks: tmux is not installed (apt-get install tmux; TAILBUS_REQUIRE_TMUX=1 makes this a failure)"
+fi
+
+# ---- errors ----
+fails_with() { # status, pattern, then the command
+	local want=$1 pattern=$2 rc=0
+	shift 2
+	"$@" >"$tmp/err.out" 2>&1 || rc=$?
+	[[ $rc -eq $want ]] || { echo "  '$*': exit $rc, want $want"; cat "$tmp/err.out"; return 1; }
+	grep -qE "$pattern" "$tmp/err.out" || { echo "  '$*' said:"; cat "$tmp/err.out"; return 1; }
+	[[ $(wc -l <"$tmp/err.out") -eq 1 ]] || { echo "  more than one sentence:"; cat "$tmp/err.out"; return 1; }
+}
+
+errors() {
+	fails_with 1 "^tailbus top: no bus 'nosuch' in $tmp/$BUS/seg " \
+		"$TAILBUS" top --bus nosuch --dir "$tmp/$BUS/seg" --once &&
+		fails_with 2 "bad value '5' for --window \(use 1, 10 or 60" run_top $BUS --once --window 5 &&
+		fails_with 2 "option '--window' needs a value" run_top $BUS --window &&
+		fails_with 2 "not both" "$TAILBUS" top --bus $BUS --log x --once &&
+		fails_with 2 "bad value '1' for --interval-ms" run_top $BUS --interval-ms 1 &&
+		fails_with 1 "cannot read $tmp/none.hlog: No such file" "$TAILBUS" top --log "$tmp/none.hlog" --once
+}
+check "errors: no bus (named, with the directory searched) exits 1; bad options exit 2, named" errors
+
+kill -INT "$live_pid"
+wait "$live_pid" || true
+echo "top_cli: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

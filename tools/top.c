@@ -1,0 +1,1494 @@
+/* top.c - `tailbus top`: live percentiles per metric, from a bus or a growing log.
+ *
+ *   tailbus top [--bus NAME | --log FILE] [--dir SEGDIR] [--window 1|10|60]
+ *               [--once] [--json] [--interval-ms N]
+ *
+ * The idea. Every interval the collector publishes, for each metric that saw
+ * events, a summary and the compressed histogram of that interval into the
+ * segment's live area (tailbus/live.h). A window of W seconds is the newest
+ * W / interval published intervals of a metric; their histograms are added
+ * into one and every figure of the window comes from that merged histogram
+ * (merged counts, never averaged percentiles). The segment is mapped read-only
+ * and the live area is read lock-free, without a system call, so top can never
+ * disturb the bus. With --log FILE the same window is built from the newest
+ * lines of each tag of an interval log that may still be growing (tail -f).
+ *
+ * Invariants:
+ *  - A window never counts an interval twice or skips one: ages 0..n-1 are
+ *    read one by one, each under the metric's sequence counter, and their
+ *    start times must fall strictly; a publish in between shifts the ages and
+ *    makes the metric's window be read again.
+ *  - Count and max are exact even when an interval's histogram did not fit in
+ *    the live area (its summary has them). The window's percentiles are then
+ *    the largest of the merged histogram's percentile and the summary-only
+ *    intervals' own ones: an upper bound, since a mixture's quantile is never
+ *    above the largest of its parts' quantiles. They are marked '~'.
+ *  - A percentile is marked '*' when fewer than TB_MIN_SAMPLES_BEYOND samples
+ *    are expected beyond it in the window (tailbus/summary.h).
+ *  - --log takes complete lines only: a torn last line (a writer mid-append)
+ *    is read again, whole, at the next refresh. Each tag keeps its newest
+ *    LOG_KEEP data lines as text, decoded when a window is built.
+ *  - While the mapped segment's collector looks gone, top checks whether the
+ *    bus's file was replaced (`tailbusd --fresh`) and follows the new one.
+ *  - Names shown on a terminal are sanitised: a tag from a log is untrusted
+ *    text and must not be able to send escape sequences.
+ *
+ * Output. On a terminal the table is redrawn in place once per collector
+ * interval, as soon as the collector has published it: cursor home, each line
+ * followed by clear-to-end-of-line, then clear below the last line; the
+ * screen is cleared whole only once, at the start, so nothing flickers. The cursor is hidden while top runs and
+ * shown again on 'q', Ctrl-C, SIGTERM, SIGHUP and Ctrl-Z. Anywhere else (a
+ * pipe, a file) and with --json each snapshot follows the previous one;
+ * --once prints a single snapshot (one JSON object with --json) and exits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tailbus/live.h"
+#include "tailbus/log.h"
+#include "tailbus/summary.h"
+
+#define VERB "top"
+#define NS_PER_SEC 1000000000LL
+#define NS_PER_MS 1000000LL
+/* The collector refreshes its heartbeat in housekeeping, every 100 ms; one
+ * older than this means it is not running (or is stuck). */
+#define HEARTBEAT_STALE_NS (2 * NS_PER_SEC)
+/* Until a collector has written its interval into the header. */
+#define DEFAULT_INTERVAL_NS NS_PER_SEC
+/* How often the refresh loop looks for a new interval, a key or a signal. */
+#define TICK_MS 50
+/* Rereads of a metric's window torn by a publish (one publish per interval:
+ * two in a row are already unlikely). */
+#define WINDOW_READ_TRIES 8
+/* --log keeps as many lines per tag as the live area keeps intervals. */
+#define LOG_KEEP TB_SEG_DEFAULT_LIVE_INTERVALS
+#define LOG_READ_CHUNK (1 << 20)
+/* Longer than any line a histogram of the default range can need (its V2
+ * payload is bounded by its counts); longer lines are skipped as bad. */
+#define LOG_LINE_MAX (16 << 20)
+/* A metric whose newest interval ended longer ago than this many intervals
+ * is shown as idle: the collector publishes only intervals with events. */
+#define IDLE_INTERVALS 2
+#define NAME_WIDTH_MIN 6
+#define NAME_WIDTH_MAX 32
+#define REFRESH_MS_MIN 10
+#define REFRESH_MS_MAX 3600000
+/* Terminal size when the terminal cannot tell. */
+#define DEFAULT_ROWS 24
+#define DEFAULT_COLS 80
+
+/* ANSI (ECMA-48) sequences; the only ones top writes. */
+#define ANSI_HOME "\033[H"
+#define ANSI_CLEAR_SCREEN "\033[2J"
+#define ANSI_CLEAR_EOL "\033[K"
+#define ANSI_CLEAR_BELOW "\033[J"
+#define ANSI_HIDE_CURSOR "\033[?25l"
+#define ANSI_SHOW_CURSOR "\033[?25h"
+
+static const int windows_s[] = {1, 10, 60};
+
+struct options {
+	const char *bus, *log, *dir;
+	int window_s;
+	bool once, json;
+	int64_t refresh_ms; /* 0: once per collector interval */
+};
+
+/* One metric's (or tag's) window, ready to print. */
+struct row {
+	char name[TB_LOG_TAG_MAX];
+	uint32_t intervals; /* merged into the window */
+	int64_t count, max;
+	int64_t pct[TB_SUMMARY_PERCENTILES];
+	bool insufficient[TB_SUMMARY_PERCENTILES];
+	bool approximate; /* some interval had only its summary */
+	bool has_drops;   /* false from a log: drops are in its sidecar */
+	uint64_t drops;
+	double span_s, rate, age_s, interval_s;
+	const char *error; /* the window could not be read */
+};
+
+struct snap {
+	bool from_log;
+	const char *source; /* bus name or log path */
+	/* from a bus */
+	const char *path;
+	uint64_t page_size;
+	bool hugepages;
+	int32_t collector_pid;
+	double heartbeat_age_s; /* < 0: never beat */
+	bool collector_fresh;
+	uint32_t rings_live;
+	uint64_t ring_drops;
+	/* from a log */
+	size_t log_intervals, bad_lines;
+	const char *log_error;
+	/* both */
+	int window_s;
+	uint32_t window_cap; /* intervals kept per metric: a window holds no more */
+	double interval_s;
+	int64_t now_ns; /* CLOCK_REALTIME */
+	struct row *rows;
+	size_t nrows, cap;
+};
+
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+/* How many intervals of `interval_ns` make `window_s`, within 1..cap. */
+static uint32_t window_intervals(int window_s, double interval_ns, uint32_t cap)
+{
+	double n = interval_ns > 0 ? round((double)window_s * NS_PER_SEC / interval_ns) : window_s;
+	if (n < 1)
+		n = 1;
+	return n > cap ? cap : (uint32_t)n;
+}
+
+/* ---- a window: merged histograms, plus summaries where one is missing ---- */
+
+struct window_acc {
+	tb_hist merged;
+	bool have_hist;
+	bool approximate;
+	int64_t count, max;
+	int64_t bound[TB_SUMMARY_PERCENTILES]; /* largest percentiles of summary-only intervals */
+	uint64_t drops;
+	int64_t oldest_start_ns, newest_end_ns, newest_length_ns;
+	uint32_t intervals;
+};
+
+static void acc_init(struct window_acc *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->oldest_start_ns = INT64_MAX;
+	a->newest_end_ns = INT64_MIN;
+}
+
+static void acc_free(struct window_acc *a)
+{
+	if (a->have_hist)
+		tb_hist_free(&a->merged);
+	acc_init(a);
+}
+
+/* Called newest first. */
+static void acc_interval(struct window_acc *a, int64_t start_ns, int64_t length_ns)
+{
+	if (start_ns < a->oldest_start_ns)
+		a->oldest_start_ns = start_ns;
+	if (start_ns + length_ns > a->newest_end_ns) {
+		a->newest_end_ns = start_ns + length_ns;
+		a->newest_length_ns = length_ns;
+	}
+	a->intervals++;
+}
+
+static int acc_hist(struct window_acc *a, const tb_hist *h)
+{
+	if (!a->have_hist) {
+		if (tb_hist_init_like(&a->merged, h) < 0)
+			return -ENOMEM;
+		a->have_hist = true;
+	}
+	int rc = tb_hist_add_growing(&a->merged, h);
+	if (rc < 0)
+		return rc;
+	a->count += tb_hist_total(h);
+	if (tb_hist_max(h) > a->max)
+		a->max = tb_hist_max(h);
+	return 0;
+}
+
+static void acc_summary(struct window_acc *a, const tb_live_interval *iv)
+{
+	const int64_t pct[TB_SUMMARY_PERCENTILES] = {iv->p50, iv->p90, iv->p99, iv->p999, iv->p9999};
+	if (iv->count <= 0)
+		return;
+	a->count += iv->count;
+	if (iv->max > a->max)
+		a->max = iv->max;
+	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
+		if (pct[p] > a->bound[p])
+			a->bound[p] = pct[p];
+	}
+	a->approximate = true;
+}
+
+static void acc_finish(const struct window_acc *a, struct row *r, int64_t now_ns)
+{
+	r->intervals = a->intervals;
+	r->count = a->count;
+	r->max = a->max;
+	r->approximate = a->approximate;
+	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
+		int64_t v = a->have_hist ? tb_hist_value_at_percentile(&a->merged, tb_summary_levels[p]) : 0;
+		r->pct[p] = a->approximate && a->bound[p] > v ? a->bound[p] : v;
+		r->insufficient[p] = !tb_percentile_sufficient(a->count, tb_summary_levels[p]);
+	}
+	if (a->intervals == 0)
+		return;
+	r->span_s = (double)(a->newest_end_ns - a->oldest_start_ns) / NS_PER_SEC;
+	r->rate = r->span_s > 0 ? (double)a->count / r->span_s : 0;
+	r->age_s = (double)(now_ns - a->newest_end_ns) / NS_PER_SEC;
+	r->interval_s = (double)a->newest_length_ns / NS_PER_SEC;
+}
+
+static struct row *add_row(struct snap *sn)
+{
+	if (sn->nrows == sn->cap) {
+		size_t cap = sn->cap ? 2 * sn->cap : 16;
+		struct row *rows = realloc(sn->rows, cap * sizeof(*rows));
+		if (!rows)
+			return NULL;
+		sn->rows = rows;
+		sn->cap = cap;
+	}
+	struct row *r = &sn->rows[sn->nrows++];
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct row *)a)->name, ((const struct row *)b)->name);
+}
+
+/* ---- from a bus: the live area ---- */
+
+struct bus_source {
+	tb_seg seg;
+	uint64_t published_seen;
+};
+
+static const tb_seg_header *shared_header(const struct bus_source *b)
+{
+	return (const tb_seg_header *)b->seg.base;
+}
+
+static int64_t bus_interval_ns(const struct bus_source *b)
+{
+	int64_t ns = __atomic_load_n(&shared_header(b)->collector_interval_ns, __ATOMIC_RELAXED);
+	return ns > 0 ? ns : DEFAULT_INTERVAL_NS;
+}
+
+/* Where `tb_seg_open` looked, for the "no such bus" sentence. */
+static void searched_dirs(const char *dir, char *out, size_t cap)
+{
+	const char *env = getenv("TAILBUS_DIR");
+	char huge[PATH_MAX];
+	size_t page;
+	if (dir || (env && *env))
+		snprintf(out, cap, "%s", dir ? dir : env);
+	else if (tb_seg_hugetlbfs_mount(huge, sizeof(huge), &page) == 0)
+		snprintf(out, cap, "%s or %s", huge, TB_SEG_FALLBACK_DIR);
+	else
+		snprintf(out, cap, "%s", TB_SEG_FALLBACK_DIR);
+}
+
+static int bus_open(struct bus_source *b, const struct options *o)
+{
+	const char *why = "unknown error";
+	memset(b, 0, sizeof(*b));
+	int rc = tb_seg_open(&b->seg, o->dir, o->bus, NULL, TB_SEG_READONLY, &why);
+	if (rc == -ENOENT) {
+		char dirs[2 * PATH_MAX + 8];
+		searched_dirs(o->dir, dirs, sizeof(dirs));
+		tb_cli_error(VERB, "no bus '%s' in %s (is tailbusd running? --dir or TAILBUS_DIR "
+			     "names another directory)", o->bus, dirs);
+	} else if (rc < 0) {
+		tb_cli_error(VERB, "bus '%s': %s (%s)", o->bus, why, strerror(-rc));
+	}
+	return rc;
+}
+
+/* Intervals 0..n-1 of metric `id`, newest first. -ESTALE: a publish moved
+ * the ages under us (start times did not fall strictly). */
+static int read_window_once(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
+			    struct window_acc *a)
+{
+	int64_t previous_start = INT64_MAX;
+	for (uint32_t age = 0; age < n; age++) {
+		tb_live_interval iv;
+		int rc = tb_live_read(s, id, age, &iv, scratch);
+		if (rc == -ENOENT || rc == -ERANGE)
+			return 0; /* fewer intervals published than the window holds */
+		if (rc < 0)
+			return rc;
+		if (iv.start_ns >= previous_start)
+			return -ESTALE;
+		previous_start = iv.start_ns;
+		acc_interval(a, iv.start_ns, iv.length_ns);
+		a->drops += iv.dropped;
+		if (rc == 1)
+			acc_summary(a, &iv);
+		else if ((rc = acc_hist(a, scratch)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
+		       struct window_acc *a)
+{
+	for (int i = 0; i < WINDOW_READ_TRIES; i++) {
+		acc_free(a);
+		int rc = read_window_once(s, id, n, scratch, a);
+		if (rc != -ESTALE)
+			return rc;
+	}
+	return -EAGAIN;
+}
+
+/* The metric's name, read defensively: producers write the metric table. */
+static void metric_name(const tb_metric_entry *e, uint32_t id, char *out, size_t cap)
+{
+	char name[TB_METRIC_NAME_MAX];
+	memcpy(name, e->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (tb_seg_metric_name_valid(name))
+		snprintf(out, cap, "%s", name);
+	else
+		snprintf(out, cap, "metric-%u", id);
+}
+
+static int bus_rows(struct bus_source *b, uint32_t n, struct snap *sn)
+{
+	tb_hist scratch;
+	memset(&scratch, 0, sizeof(scratch));
+	struct window_acc a;
+	acc_init(&a);
+	int rc = 0;
+	for (uint32_t id = 0; rc == 0 && id < b->seg.layout.metric_capacity; id++) {
+		const tb_metric_entry *e = tb_seg_metric(&b->seg, id);
+		if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
+			continue;
+		struct row *r = add_row(sn);
+		if (!r) {
+			rc = -ENOMEM;
+			break;
+		}
+		metric_name(e, id, r->name, sizeof(r->name));
+		int read = read_window(&b->seg, id, n, &scratch, &a);
+		if (read == -ENOMEM)
+			rc = read;
+		else if (read == -EAGAIN)
+			r->error = "no stable copy: the collector seems stuck mid-write";
+		else if (read < 0)
+			r->error = "unreadable live area";
+		else
+			acc_finish(&a, r, sn->now_ns);
+		r->has_drops = true;
+		r->drops = a.drops;
+		acc_free(&a);
+	}
+	tb_hist_free(&scratch);
+	return rc;
+}
+
+/* The collector's pid (0: none attached) and the age of its heartbeat
+ * (negative: it never beat). */
+static int32_t bus_collector(const struct bus_source *b, int64_t *age_ns)
+{
+	const tb_seg_header *h = shared_header(b);
+	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
+	*age_ns = beat ? clock_ns(CLOCK_MONOTONIC) - beat : -1;
+	return __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
+}
+
+static bool bus_collector_alive(const struct bus_source *b)
+{
+	int64_t age;
+	return bus_collector(b, &age) && age >= 0 && age <= HEARTBEAT_STALE_NS;
+}
+
+static void bus_header(struct bus_source *b, struct snap *sn)
+{
+	int64_t age;
+	sn->path = b->seg.path;
+	sn->page_size = b->seg.layout.page_size;
+	sn->hugepages = b->seg.hugepages;
+	sn->collector_pid = bus_collector(b, &age);
+	sn->heartbeat_age_s = age >= 0 ? (double)age / NS_PER_SEC : -1;
+	sn->collector_fresh = sn->collector_pid && age >= 0 && age <= HEARTBEAT_STALE_NS;
+	sn->interval_s = (double)bus_interval_ns(b) / NS_PER_SEC;
+	for (uint32_t i = 0; i < b->seg.layout.slot_count; i++) {
+		const tb_slot *slot = tb_seg_slot(&b->seg, i);
+		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
+		if (state == TB_SLOT_LIVE)
+			sn->rings_live++;
+		if (state == TB_SLOT_LIVE || state == TB_SLOT_DETACHED)
+			sn->ring_drops += __atomic_load_n(&slot->dropped, __ATOMIC_RELAXED);
+	}
+}
+
+/* `tailbusd --fresh` replaces the segment file: follow the new one, like
+ * tail -F. Looked at only while the mapped segment's collector seems gone, so
+ * a healthy refresh makes no system call. */
+static void bus_follow_replacement(struct bus_source *b, const struct options *o)
+{
+	struct stat now, ours;
+	if (stat(b->seg.path, &now) < 0 || fstat(b->seg.fd, &ours) < 0 ||
+	    (now.st_ino == ours.st_ino && now.st_dev == ours.st_dev))
+		return;
+	tb_seg fresh;
+	const char *why;
+	if (tb_seg_open(&fresh, o->dir, o->bus, NULL, TB_SEG_READONLY, &why) < 0)
+		return;
+	tb_seg_close(&b->seg);
+	b->seg = fresh;
+}
+
+static int bus_snapshot(struct bus_source *b, const struct options *o, struct snap *sn)
+{
+	if (!bus_collector_alive(b))
+		bus_follow_replacement(b, o);
+	sn->source = o->bus;
+	sn->window_cap = b->seg.layout.live_intervals;
+	b->published_seen = __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE);
+	bus_header(b, sn);
+	uint32_t n = window_intervals(o->window_s, (double)bus_interval_ns(b),
+				      b->seg.layout.live_intervals);
+	return bus_rows(b, n, sn);
+}
+
+/* True once the collector has published another interval. */
+static bool bus_new_interval(const struct bus_source *b)
+{
+	return __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE) !=
+	       b->published_seen;
+}
+
+/* ---- from a log file, followed as it grows ---- */
+
+struct log_line {
+	char *text;    /* the data line, without its end of line */
+	size_t lineno; /* in the file */
+	size_t ctx;    /* index of the clock lines it is read against */
+	bool bad;      /* reported once, then left out */
+};
+
+struct log_tag {
+	char name[TB_LOG_TAG_MAX];
+	struct log_line lines[LOG_KEEP]; /* a ring, newest at `newest` */
+	uint32_t newest, count;
+};
+
+struct log_source {
+	const char *path;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	off_t offset;   /* first byte not taken yet: EOF, or the start of a torn line */
+	bool skipping;  /* inside an overlong line: drop bytes up to its end */
+	size_t lineno;  /* complete lines taken */
+	char *buf;
+	size_t buf_cap;
+	/* the newest StartTime and BaseTime lines; each change makes a context */
+	char start_line[TB_LOG_ERR_MAX], base_line[TB_LOG_ERR_MAX];
+	bool clock_changed;
+	char **ctx;
+	size_t nctx;
+	struct log_tag *tags;
+	size_t ntags;
+	size_t intervals, bad_lines;
+	char last_error[TB_LOG_ERR_MAX + 32];
+	char *text; /* ctx + line, for the reader */
+	size_t text_cap;
+	tb_log_entry entry;
+};
+
+static void log_forget(struct log_source *ls)
+{
+	for (size_t t = 0; t < ls->ntags; t++) {
+		for (uint32_t k = 0; k < LOG_KEEP; k++)
+			free(ls->tags[t].lines[k].text);
+	}
+	for (size_t i = 0; i < ls->nctx; i++)
+		free(ls->ctx[i]);
+	free(ls->tags);
+	free(ls->ctx);
+	ls->tags = NULL;
+	ls->ctx = NULL;
+	ls->ntags = ls->nctx = 0;
+	ls->offset = 0;
+	ls->skipping = false;
+	ls->lineno = ls->intervals = 0;
+	ls->start_line[0] = ls->base_line[0] = '\0';
+	ls->clock_changed = true;
+}
+
+static int log_reopen(struct log_source *ls)
+{
+	int fd = open(ls->path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return -errno;
+	int err = fstat(fd, &st) < 0 ? -errno
+		  : S_ISDIR(st.st_mode) ? -EISDIR
+		  : !S_ISREG(st.st_mode) ? -EINVAL
+					: 0;
+	if (err < 0) {
+		close(fd);
+		return err;
+	}
+	if (ls->fd >= 0)
+		close(ls->fd);
+	ls->fd = fd;
+	ls->dev = st.st_dev;
+	ls->ino = st.st_ino;
+	log_forget(ls);
+	return 0;
+}
+
+static int log_open(struct log_source *ls, const char *path)
+{
+	memset(ls, 0, sizeof(*ls));
+	ls->path = path;
+	ls->fd = -1;
+	int rc = log_reopen(ls);
+	if (rc < 0)
+		tb_cli_error(VERB, "cannot read %s: %s", path, strerror(-rc));
+	return rc;
+}
+
+static void log_close(struct log_source *ls)
+{
+	log_forget(ls);
+	if (ls->fd >= 0)
+		close(ls->fd);
+	free(ls->buf);
+	free(ls->text);
+	tb_log_entry_free(&ls->entry);
+}
+
+static void log_bad(struct log_source *ls, size_t lineno, const char *why)
+{
+	ls->bad_lines++;
+	snprintf(ls->last_error, sizeof(ls->last_error), "line %zu: %s", lineno, why);
+}
+
+static struct log_tag *log_tag(struct log_source *ls, const char *name)
+{
+	for (size_t t = 0; t < ls->ntags; t++) {
+		if (!strcmp(ls->tags[t].name, name))
+			return &ls->tags[t];
+	}
+	struct log_tag *tags = realloc(ls->tags, (ls->ntags + 1) * sizeof(*tags));
+	if (!tags)
+		return NULL;
+	ls->tags = tags;
+	struct log_tag *t = &tags[ls->ntags++];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	return t;
+}
+
+/* The clock lines the next data line is read against. */
+static int log_context(struct log_source *ls, size_t *ctx)
+{
+	if (ls->clock_changed || ls->nctx == 0) {
+		char **grown = realloc(ls->ctx, (ls->nctx + 1) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		ls->ctx = grown;
+		size_t n = strlen(ls->start_line) + strlen(ls->base_line) + 3;
+		if (!(ls->ctx[ls->nctx] = malloc(n)))
+			return -ENOMEM;
+		snprintf(ls->ctx[ls->nctx], n, "%s%s%s%s", ls->start_line, *ls->start_line ? "\n" : "",
+			 ls->base_line, *ls->base_line ? "\n" : "");
+		ls->nctx++;
+		ls->clock_changed = false;
+	}
+	*ctx = ls->nctx - 1;
+	return 0;
+}
+
+/* Keep a data line under its tag; it is decoded when a window needs it. */
+static int log_keep(struct log_source *ls, const char *p, size_t n)
+{
+	char name[TB_LOG_TAG_MAX] = "";
+	if (n > 4 && !memcmp(p, "Tag=", 4)) {
+		const char *comma = memchr(p, ',', n);
+		size_t len = comma ? (size_t)(comma - p) - 4 : n - 4;
+		snprintf(name, sizeof(name), "%.*s", (int)(len < sizeof(name) ? len : sizeof(name) - 1),
+			 p + 4);
+	}
+	size_t ctx;
+	struct log_tag *t = log_tag(ls, name);
+	char *text = malloc(n + 1);
+	if (!t || !text || log_context(ls, &ctx) < 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	memcpy(text, p, n);
+	text[n] = '\0';
+	uint32_t k = t->count ? (t->newest + 1) % LOG_KEEP : 0;
+	free(t->lines[k].text);
+	t->lines[k] = (struct log_line){text, ls->lineno, ctx, false};
+	t->newest = k;
+	if (t->count < LOG_KEEP)
+		t->count++;
+	ls->intervals++;
+	return 0;
+}
+
+static void copy_clock_line(char *dst, size_t cap, const char *p, size_t n)
+{
+	snprintf(dst, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
+}
+
+/* One complete line (no end of line). */
+static int log_take_line(struct log_source *ls, const char *p, size_t n)
+{
+	ls->lineno++;
+	if (n && p[n - 1] == '\r')
+		n--;
+	if (n == 0 || p[0] == '"')
+		return 0; /* blank, or the CSV legend */
+	if (p[0] != '#')
+		return log_keep(ls, p, n);
+	if (n >= 13 && !memcmp(p, "#[StartTime: ", 13)) {
+		copy_clock_line(ls->start_line, sizeof(ls->start_line), p, n);
+		ls->clock_changed = true;
+	} else if (n >= 12 && !memcmp(p, "#[BaseTime: ", 12)) {
+		copy_clock_line(ls->base_line, sizeof(ls->base_line), p, n);
+		ls->clock_changed = true;
+	}
+	return 0;
+}
+
+/* Take every complete line of buf[0..n); returns the bytes taken. */
+static ssize_t log_take_lines(struct log_source *ls, const char *buf, size_t n)
+{
+	size_t pos = 0;
+	while (pos < n) {
+		const char *nl = memchr(buf + pos, '\n', n - pos);
+		if (!nl)
+			break;
+		size_t len = (size_t)(nl - (buf + pos));
+		if (ls->skipping) { /* the end of an overlong line, already reported */
+			ls->lineno++;
+			ls->skipping = false;
+		} else {
+			int rc = log_take_line(ls, buf + pos, len);
+			if (rc < 0)
+				return rc;
+		}
+		pos += len + 1;
+	}
+	return (ssize_t)pos;
+}
+
+static int log_grow_buf(struct log_source *ls, size_t need)
+{
+	if (need <= ls->buf_cap)
+		return 0;
+	size_t cap = ls->buf_cap ? ls->buf_cap : LOG_READ_CHUNK;
+	while (cap < need)
+		cap *= 2;
+	char *p = realloc(ls->buf, cap);
+	if (!p)
+		return -ENOMEM;
+	ls->buf = p;
+	ls->buf_cap = cap;
+	return 0;
+}
+
+/* A line longer than LOG_LINE_MAX: count it bad and drop it up to its end. */
+static void log_skip_overlong(struct log_source *ls, size_t *have)
+{
+	log_bad(ls, ls->lineno + 1, "longer than any interval line; skipped");
+	ls->offset += (off_t)*have;
+	*have = 0;
+	ls->skipping = true;
+}
+
+/* Read what was appended since the last call; start over if the file was
+ * truncated or replaced (rotation by rename, like tail -F). */
+static int log_poll(struct log_source *ls)
+{
+	struct stat now, st;
+	if (stat(ls->path, &now) == 0 && (now.st_ino != ls->ino || now.st_dev != ls->dev)) {
+		int rc = log_reopen(ls);
+		if (rc < 0)
+			return rc;
+	}
+	if (fstat(ls->fd, &st) == 0 && st.st_size < ls->offset)
+		log_forget(ls);
+	size_t have = 0;
+	for (;;) {
+		if (log_grow_buf(ls, have + LOG_READ_CHUNK) < 0)
+			return -ENOMEM;
+		ssize_t got = pread(ls->fd, ls->buf + have, LOG_READ_CHUNK, ls->offset + (off_t)have);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			return 0; /* a torn last line stays unread until it is complete */
+		have += (size_t)got;
+		ssize_t taken = log_take_lines(ls, ls->buf, have);
+		if (taken < 0)
+			return (int)taken;
+		ls->offset += taken;
+		have -= (size_t)taken;
+		memmove(ls->buf, ls->buf + taken, have);
+		if (have >= LOG_LINE_MAX)
+			log_skip_overlong(ls, &have);
+	}
+}
+
+/* Decode a kept line into ls->entry. A bad line is reported once. */
+static int log_decode(struct log_source *ls, struct log_line *l)
+{
+	if (l->bad)
+		return -EINVAL;
+	const char *ctx = ls->ctx[l->ctx];
+	size_t clen = strlen(ctx), llen = strlen(l->text);
+	if (clen + llen + 2 > ls->text_cap) {
+		char *p = realloc(ls->text, clen + llen + 2);
+		if (!p)
+			return -ENOMEM;
+		ls->text = p;
+		ls->text_cap = clen + llen + 2;
+	}
+	memcpy(ls->text, ctx, clen);
+	memcpy(ls->text + clen, l->text, llen);
+	ls->text[clen + llen] = '\n';
+	tb_log_reader r;
+	tb_log_reader_init(&r, ls->text, clen + llen + 1);
+	int rc = tb_log_reader_next(&r, &ls->entry);
+	if (rc == 1)
+		return 0;
+	if (rc == -ENOMEM)
+		return rc;
+	/* the reader numbers the lines of our text: name the file's line instead */
+	const char *why = "not an interval line";
+	if (rc < 0) {
+		why = strstr(r.err, ": ");
+		why = why ? why + 2 : r.err;
+	}
+	log_bad(ls, l->lineno, why);
+	l->bad = true;
+	return -EINVAL;
+}
+
+static int log_tag_row(struct log_source *ls, struct log_tag *t, int window_s, struct row *r,
+		       int64_t now_ns)
+{
+	struct window_acc a;
+	acc_init(&a);
+	snprintf(r->name, sizeof(r->name), "%s", t->name);
+	uint32_t n = t->count; /* until the newest good line says how long an interval is */
+	int rc = 0;
+	for (uint32_t age = 0; rc == 0 && age < n && age < t->count; age++) {
+		struct log_line *l = &t->lines[(t->newest + LOG_KEEP - age) % LOG_KEEP];
+		rc = log_decode(ls, l);
+		if (rc == -EINVAL) {
+			rc = 0; /* a bad line still takes its place in the window */
+			continue;
+		}
+		if (rc < 0)
+			break;
+		const tb_log_entry *e = &ls->entry;
+		if (a.intervals == 0)
+			n = age + window_intervals(window_s, e->length_sec * NS_PER_SEC, LOG_KEEP);
+		acc_interval(&a, (int64_t)llround(e->start_abs_sec * NS_PER_SEC),
+			     (int64_t)llround(e->length_sec * NS_PER_SEC));
+		rc = acc_hist(&a, &e->hist);
+	}
+	if (rc == 0)
+		acc_finish(&a, r, now_ns);
+	acc_free(&a);
+	return rc;
+}
+
+static int log_snapshot(struct log_source *ls, const struct options *o, struct snap *sn)
+{
+	sn->from_log = true;
+	sn->source = ls->path;
+	sn->window_cap = LOG_KEEP;
+	int rc = log_poll(ls);
+	if (rc < 0) {
+		tb_cli_error(VERB, "cannot read %s: %s", ls->path, strerror(-rc));
+		return rc;
+	}
+	for (size_t t = 0; t < ls->ntags; t++) {
+		struct row *r = add_row(sn);
+		if (!r || (rc = log_tag_row(ls, &ls->tags[t], o->window_s, r, sn->now_ns)) < 0)
+			return r ? rc : -ENOMEM;
+		if (r->interval_s > sn->interval_s)
+			sn->interval_s = r->interval_s;
+	}
+	sn->log_intervals = ls->intervals;
+	sn->bad_lines = ls->bad_lines;
+	sn->log_error = ls->bad_lines ? ls->last_error : NULL;
+	return 0;
+}
+
+/* ---- formatting ---- */
+
+/* 3 significant digits in the largest unit that keeps the value >= 1. */
+static void fmt_ns(char *out, size_t cap, int64_t ns)
+{
+	static const struct {
+		double scale;
+		const char *name;
+	} units[] = {{1e3, "us"}, {1e6, "ms"}, {1e9, "s"}};
+	const size_t last = sizeof(units) / sizeof(units[0]) - 1;
+	if (ns < 1000) {
+		snprintf(out, cap, "%" PRId64 " ns", ns);
+		return;
+	}
+	for (size_t u = 0; u <= last; u++) {
+		double v = (double)ns / units[u].scale;
+		if (v >= 999.5 && u < last)
+			continue; /* would print as 1000 */
+		int decimals = v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
+		snprintf(out, cap, "%.*f %s", decimals, v, units[u].name);
+		return;
+	}
+}
+
+/* Events per second: 3 significant digits, k/M/G above a thousand. */
+static void fmt_rate(char *out, size_t cap, double v)
+{
+	static const char *const suffix[] = {"", "k", "M", "G"};
+	size_t s = 0;
+	while (v >= 999.5 && s + 1 < sizeof(suffix) / sizeof(suffix[0])) {
+		v /= 1000;
+		s++;
+	}
+	int decimals = v < 9.995 ? 2 : v < 99.95 ? 1 : 0;
+	snprintf(out, cap, "%.*f%s", decimals, v, suffix[s]);
+}
+
+static void fmt_bytes(char *out, size_t cap, uint64_t n)
+{
+	if (n >= (1u << 30) && n % (1u << 30) == 0)
+		snprintf(out, cap, "%" PRIu64 " GiB", n >> 30);
+	else if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(out, cap, "%" PRIu64 " MiB", n >> 20);
+	else if (n >= (1u << 10) && n % (1u << 10) == 0)
+		snprintf(out, cap, "%" PRIu64 " KiB", n >> 10);
+	else
+		snprintf(out, cap, "%" PRIu64 " bytes", n);
+}
+
+/* A name as a terminal may show it: printable ASCII only. */
+static void shown_name(char *out, size_t width, const char *name)
+{
+	size_t n = strlen(name), i;
+	if (!*name)
+		name = "(untagged)", n = strlen(name);
+	for (i = 0; i < width && i < n; i++)
+		out[i] = name[i] > ' ' && name[i] < 127 ? name[i] : '?';
+	if (n > width && width > 2)
+		out[width - 2] = out[width - 1] = '.';
+	out[i] = '\0';
+}
+
+static void print_bus_header(FILE *out, const struct snap *sn)
+{
+	char page[32];
+	fmt_bytes(page, sizeof(page), sn->page_size);
+	fprintf(out, "segment %s, %s %s\n", sn->path, page,
+		sn->hugepages ? "hugepages" : "pages (not hugepages)");
+	if (!sn->collector_pid)
+		fprintf(out, "collector: none attached - collector not running?");
+	else if (!sn->collector_fresh)
+		fprintf(out, "collector pid %d: heartbeat %.1f s old - collector not running?",
+			(int)sn->collector_pid, sn->heartbeat_age_s);
+	else
+		fprintf(out, "collector pid %d, heartbeat fresh (%.1f s ago)", (int)sn->collector_pid,
+			sn->heartbeat_age_s);
+	fprintf(out, "   rings: %u live, %" PRIu64 " events dropped since attach\n",
+		sn->rings_live, sn->ring_drops);
+}
+
+static void print_header(FILE *out, const struct snap *sn)
+{
+	char when[16];
+	time_t t = (time_t)(sn->now_ns / NS_PER_SEC);
+	struct tm tm;
+	strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&t, &tm));
+	fprintf(out, "tailbus top   %s %s   window %d s", sn->from_log ? "log" : "bus", sn->source,
+		sn->window_s);
+	if (sn->interval_s > 0)
+		fprintf(out, " (%u intervals of %.3g s)",
+			window_intervals(sn->window_s, sn->interval_s * NS_PER_SEC, sn->window_cap),
+			sn->interval_s);
+	fprintf(out, "   %s\n", when);
+	if (!sn->from_log)
+		print_bus_header(out, sn);
+	else
+		fprintf(out, "%zu intervals read, %zu bad lines skipped%s%s%s\n", sn->log_intervals,
+			sn->bad_lines, sn->log_error ? " (last: " : "",
+			sn->log_error ? sn->log_error : "", sn->log_error ? ")" : "");
+}
+
+static int name_width(const struct snap *sn)
+{
+	size_t w = NAME_WIDTH_MIN;
+	for (size_t i = 0; i < sn->nrows; i++) {
+		size_t n = *sn->rows[i].name ? strlen(sn->rows[i].name) : strlen("(untagged)");
+		if (n > w)
+			w = n;
+	}
+	return (int)(w > NAME_WIDTH_MAX ? NAME_WIDTH_MAX : w);
+}
+
+/* A value cell: the value right-aligned, then its marks. */
+static void print_cell(FILE *out, int64_t ns, bool insufficient, bool approximate)
+{
+	char v[32];
+	fmt_ns(v, sizeof(v), ns);
+	fprintf(out, " %7s%c%c", v, insufficient ? '*' : ' ', approximate ? '~' : ' ');
+}
+
+static void print_row(FILE *out, const struct row *r, int nw)
+{
+	char name[NAME_WIDTH_MAX + 1], rate[32];
+	shown_name(name, (size_t)nw, r->name);
+	fprintf(out, "%-*s", nw, name);
+	if (r->error || r->count == 0) {
+		fprintf(out, "   %s\n", r->error ? r->error
+				      : r->intervals ? "no events in the window"
+						     : "no interval published yet");
+		return;
+	}
+	fmt_rate(rate, sizeof(rate), r->rate);
+	fprintf(out, " %6s %10" PRId64, rate, r->count);
+	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
+		print_cell(out, r->pct[p], r->insufficient[p], r->approximate);
+	print_cell(out, r->max, false, false);
+	if (r->has_drops)
+		fprintf(out, " %7" PRIu64, r->drops);
+	else
+		fprintf(out, " %7s", "-");
+	if (r->interval_s > 0 && r->age_s > IDLE_INTERVALS * r->interval_s)
+		fprintf(out, "   (no data for %.0f s)", r->age_s);
+	fputc('\n', out);
+}
+
+static void print_legend(FILE *out, const struct snap *sn, bool approximate)
+{
+	fprintf(out, "\n* fewer than %d samples expected beyond this percentile in the window: "
+		     "too few to trust\n", TB_MIN_SAMPLES_BEYOND);
+	if (approximate)
+		fprintf(out, "~ upper bound: some intervals' histograms did not fit the live area "
+			     "(count and max are exact)\n");
+	if (sn->from_log)
+		fprintf(out, "drops: not in an interval log (its .health.csv sidecar has them)\n");
+	else
+		fprintf(out, "drops: events lost to full rings, whole bus, during the window's "
+			     "intervals\n");
+}
+
+static void print_text(FILE *out, const struct snap *sn)
+{
+	int nw = name_width(sn);
+	bool approximate = false;
+	print_header(out, sn);
+	fprintf(out, "\n%-*s %6s %10s", nw, "metric", "rate/s", "count");
+	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
+		fprintf(out, " %7s  ", tb_summary_labels[p]);
+	fprintf(out, " %7s   %7s\n", "max", "drops");
+	for (size_t i = 0; i < sn->nrows; i++) {
+		print_row(out, &sn->rows[i], nw);
+		approximate |= sn->rows[i].approximate && sn->rows[i].count;
+	}
+	if (sn->nrows == 0)
+		fprintf(out, "(no metric registered yet)\n");
+	print_legend(out, sn, approximate);
+}
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void json_row(FILE *out, const struct row *r)
+{
+	fprintf(out, "{\"name\":");
+	json_string(out, r->name);
+	fprintf(out, ",\"intervals\":%u,\"span_s\":%.3f,\"rate\":%.3f,\"count\":%" PRId64,
+		r->intervals, r->span_s, r->rate, r->count);
+	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
+		if (r->count)
+			fprintf(out, ",\"%s\":%" PRId64, tb_summary_keys[p], r->pct[p]);
+		else
+			fprintf(out, ",\"%s\":null", tb_summary_keys[p]);
+	}
+	if (r->count)
+		fprintf(out, ",\"max\":%" PRId64, r->max);
+	else
+		fprintf(out, ",\"max\":null");
+	if (r->has_drops)
+		fprintf(out, ",\"drops\":%" PRIu64, r->drops);
+	else
+		fprintf(out, ",\"drops\":null");
+	fprintf(out, ",\"insufficient\":[");
+	for (int p = 0, n = 0; p < TB_SUMMARY_PERCENTILES; p++) {
+		if (r->insufficient[p])
+			fprintf(out, "%s\"%s\"", n++ ? "," : "", tb_summary_keys[p]);
+	}
+	fprintf(out, "],\"approximate\":%s", r->approximate ? "true" : "false");
+	if (r->intervals)
+		fprintf(out, ",\"age_s\":%.3f", r->age_s);
+	if (r->error) {
+		fprintf(out, ",\"error\":");
+		json_string(out, r->error);
+	}
+	fputc('}', out);
+}
+
+static void print_json(FILE *out, const struct snap *sn)
+{
+	fprintf(out, "{\"bus\":");
+	if (sn->from_log) {
+		fprintf(out, "null,\"log\":");
+		json_string(out, sn->source);
+		fprintf(out, ",\"intervals_read\":%zu,\"bad_lines\":%zu", sn->log_intervals, sn->bad_lines);
+	} else {
+		json_string(out, sn->source);
+		fprintf(out, ",\"segment\":");
+		json_string(out, sn->path);
+		fprintf(out, ",\"page_size\":%" PRIu64 ",\"hugepages\":%s,\"collector_pid\":%d,"
+			     "\"collector_running\":%s,\"rings_live\":%u,\"ring_drops\":%" PRIu64,
+			sn->page_size, sn->hugepages ? "true" : "false", (int)sn->collector_pid,
+			sn->collector_fresh ? "true" : "false", sn->rings_live, sn->ring_drops);
+	}
+	fprintf(out, ",\"window_s\":%d,\"interval_s\":%.3f,\"time\":%.3f,\"metrics\":[", sn->window_s,
+		sn->interval_s, (double)sn->now_ns / NS_PER_SEC);
+	for (size_t i = 0; i < sn->nrows; i++) {
+		if (i)
+			fputc(',', out);
+		json_row(out, &sn->rows[i]);
+	}
+	fprintf(out, "]}\n");
+}
+
+/* ---- the terminal ---- */
+
+static volatile sig_atomic_t stop_requested, resized, suspend_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void on_resize(int sig)
+{
+	(void)sig;
+	resized = 1;
+}
+
+static void on_suspend(int sig)
+{
+	(void)sig;
+	suspend_requested = 1;
+}
+
+struct term {
+	bool in_place; /* stdout is a terminal: redraw the table where it is */
+	bool keys;     /* stdin is a terminal put in non-canonical mode: 'q' quits */
+	bool active;   /* cursor hidden / modes set, to undo on the way out */
+	struct termios saved;
+	int rows, cols;
+};
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void term_size(struct term *t)
+{
+	struct winsize ws;
+	bool ok = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col;
+	t->rows = ok ? ws.ws_row : DEFAULT_ROWS;
+	t->cols = ok ? ws.ws_col : DEFAULT_COLS;
+}
+
+/* Hide the cursor, clear once, read keys without echo (signals stay on). */
+static void term_enter(struct term *t)
+{
+	if (!t->in_place)
+		return;
+	if (t->keys) {
+		struct termios raw = t->saved;
+		raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+		raw.c_cc[VMIN] = 1;
+		raw.c_cc[VTIME] = 0;
+		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	}
+	term_size(t);
+	const char *enter = ANSI_HIDE_CURSOR ANSI_HOME ANSI_CLEAR_SCREEN;
+	write_all(STDOUT_FILENO, enter, strlen(enter));
+	t->active = true;
+}
+
+static void term_leave(struct term *t)
+{
+	if (!t->active)
+		return;
+	if (t->keys)
+		tcsetattr(STDIN_FILENO, TCSANOW, &t->saved);
+	write_all(STDOUT_FILENO, ANSI_SHOW_CURSOR, strlen(ANSI_SHOW_CURSOR));
+	t->active = false;
+}
+
+static void term_setup(struct term *t, const struct options *o)
+{
+	memset(t, 0, sizeof(*t));
+	if (o->once)
+		return;
+	struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: poll wakes up */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	t->in_place = !o->json && isatty(STDOUT_FILENO);
+	if (!t->in_place)
+		return;
+	sa.sa_handler = on_resize;
+	sigaction(SIGWINCH, &sa, NULL);
+	sa.sa_handler = on_suspend;
+	sigaction(SIGTSTP, &sa, NULL);
+	t->keys = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &t->saved) == 0;
+	term_enter(t);
+}
+
+/* Ctrl-Z: give the terminal back as it was, stop, and take it again on fg. */
+static void term_suspend(struct term *t)
+{
+	term_leave(t);
+	kill(getpid(), SIGSTOP);
+	term_enter(t);
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+	if (*len + n > *cap) {
+		size_t c = *cap ? *cap : 4096;
+		while (c < *len + n)
+			c *= 2;
+		char *grown = realloc(*buf, c);
+		if (!grown)
+			return;
+		*buf = grown;
+		*cap = c;
+	}
+	memcpy(*buf + *len, p, n);
+	*len += n;
+}
+
+/* Overwrite the previous frame with `text`: home, each line cut to the width
+ * and ended by clear-to-end-of-line, then clear below; one write. Lines past
+ * the screen's height are left out (scrolling would move the home row). */
+static void draw_in_place(struct term *t, const char *text, size_t len)
+{
+	char *out = NULL, more[80];
+	size_t n = 0, cap = 0, lines = 0;
+	size_t room = t->rows > 1 ? (size_t)t->rows - 1 : 1;
+	/* the last column is left empty: clear-to-end-of-line there would erase
+	 * the character written into it (the cursor stays on it, wrap pending) */
+	size_t width = t->cols > 1 ? (size_t)t->cols - 1 : 1;
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	size_t keep = lines > room ? room - 1 : lines;
+	append(&out, &n, &cap, ANSI_HOME, strlen(ANSI_HOME));
+	const char *p = text;
+	for (size_t i = 0; i < keep; i++) {
+		const char *nl = memchr(p, '\n', (size_t)(text + len - p));
+		size_t line = (size_t)(nl - p);
+		append(&out, &n, &cap, p, line < width ? line : width);
+		append(&out, &n, &cap, ANSI_CLEAR_EOL "\n", strlen(ANSI_CLEAR_EOL "\n"));
+		p = nl + 1;
+	}
+	if (keep < lines) {
+		int m = snprintf(more, sizeof(more), "(%zu more lines: enlarge the terminal)",
+				 lines - keep);
+		append(&out, &n, &cap, more, (size_t)m < width ? (size_t)m : width);
+		append(&out, &n, &cap, ANSI_CLEAR_EOL "\n", strlen(ANSI_CLEAR_EOL "\n"));
+	}
+	append(&out, &n, &cap, ANSI_CLEAR_BELOW, strlen(ANSI_CLEAR_BELOW));
+	if (out)
+		write_all(STDOUT_FILENO, out, n);
+	free(out);
+}
+
+/* Sleep one tick or until a key or a signal. False when the user quit. */
+static bool wait_tick(struct term *t)
+{
+	struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
+	int n = poll(&in, t->keys ? 1 : 0, TICK_MS);
+	if (n > 0 && (in.revents & POLLIN)) {
+		char c;
+		if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+			return false;
+	} else if (n > 0) {
+		t->keys = false; /* the terminal went away: stop watching it */
+	}
+	return !stop_requested;
+}
+
+/* ---- the refresh loop ---- */
+
+struct source {
+	bool is_log;
+	struct bus_source bus;
+	struct log_source log;
+};
+
+static int snapshot(struct source *src, const struct options *o, struct snap *sn)
+{
+	memset(sn, 0, sizeof(*sn));
+	sn->window_s = o->window_s;
+	sn->now_ns = clock_ns(CLOCK_REALTIME);
+	int rc = src->is_log ? log_snapshot(&src->log, o, sn) : bus_snapshot(&src->bus, o, sn);
+	if (rc == -ENOMEM)
+		tb_cli_error(VERB, "out of memory");
+	if (sn->nrows) /* qsort's base must not be NULL, even for no rows */
+		qsort(sn->rows, sn->nrows, sizeof(*sn->rows), by_name);
+	return rc;
+}
+
+static void show(struct term *t, const struct options *o, const struct snap *sn, bool first)
+{
+	if (o->json) {
+		print_json(stdout, sn);
+	} else if (t->in_place) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&text, &len);
+		if (!mem)
+			return;
+		print_text(mem, sn);
+		fclose(mem);
+		draw_in_place(t, text, len);
+		free(text);
+	} else {
+		if (!first)
+			fputc('\n', stdout);
+		print_text(stdout, sn);
+	}
+	fflush(stdout);
+}
+
+static int64_t refresh_ns(const struct source *src, const struct options *o, const struct snap *sn)
+{
+	if (o->refresh_ms)
+		return o->refresh_ms * NS_PER_MS;
+	if (src->is_log)
+		return sn->interval_s > 0 ? (int64_t)(sn->interval_s * NS_PER_SEC) : DEFAULT_INTERVAL_NS;
+	return bus_interval_ns(&src->bus);
+}
+
+/* Wait for the next refresh: a newly published interval (at most one
+ * interval later, so the collector's state stays current), or --interval-ms.
+ * False when it is time to stop. */
+static bool wait_refresh(struct term *t, const struct source *src, const struct options *o,
+			 int64_t period_ns)
+{
+	int64_t due = clock_ns(CLOCK_MONOTONIC) + period_ns;
+	for (;;) {
+		if (!wait_tick(t))
+			return false;
+		if (suspend_requested) {
+			suspend_requested = 0;
+			term_suspend(t);
+			return true;
+		}
+		if (resized) {
+			resized = 0;
+			term_size(t);
+			return true;
+		}
+		if (clock_ns(CLOCK_MONOTONIC) >= due)
+			return true;
+		if (!o->refresh_ms && !src->is_log && bus_new_interval(&src->bus))
+			return true;
+	}
+}
+
+static int run(struct source *src, const struct options *o)
+{
+	struct term t;
+	term_setup(&t, o);
+	int status = TB_EXIT_OK;
+	for (bool first = true; !stop_requested; first = false) {
+		struct snap sn;
+		int rc = snapshot(src, o, &sn);
+		if (rc == 0)
+			show(&t, o, &sn, first);
+		int64_t period = refresh_ns(src, o, &sn);
+		free(sn.rows);
+		if (rc < 0) {
+			status = TB_EXIT_INPUT;
+			break;
+		}
+		if (o->once || !wait_refresh(&t, src, o, period))
+			break;
+	}
+	term_leave(&t);
+	return status;
+}
+
+/* ---- options ---- */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tailbus top [--bus NAME | --log FILE] [--dir SEGDIR] [--window 1|10|60]\n"
+		"                   [--once] [--json] [--interval-ms N]\n"
+		"Live percentiles per metric: rate, count, p50, p90, p99, p99.9, p99.99, max and\n"
+		"ring drops over a window of the newest 1, 10 or 60 s (default 10) of published\n"
+		"intervals, their histograms merged. '*' marks a percentile with fewer than %d\n"
+		"samples expected beyond it. The bus is NAME (default $TAILBUS_BUS, else\n"
+		"'default'), found in --dir, else $TAILBUS_DIR, else hugetlbfs or /dev/shm;\n"
+		"--log FILE follows an interval log instead. On a terminal the table is redrawn\n"
+		"once per collector interval (or every --interval-ms); 'q' or Ctrl-C quits.\n"
+		"--once prints one snapshot; --json prints one JSON object per snapshot.\n",
+		TB_MIN_SAMPLES_BEYOND);
+}
+
+static bool window_ok(int64_t w)
+{
+	for (size_t i = 0; i < sizeof(windows_s) / sizeof(windows_s[0]); i++) {
+		if (w == windows_s[i])
+			return true;
+	}
+	return false;
+}
+
+static int check_options(struct options *o, int argc, char **argv)
+{
+	if (optind < argc) {
+		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (o->log && o->bus) {
+		tb_cli_error(VERB, "give --bus or --log, not both");
+		return -EINVAL;
+	}
+	if (o->log && o->dir) {
+		tb_cli_error(VERB, "--dir locates a bus; it does not apply to --log");
+		return -EINVAL;
+	}
+	if (!o->log && !o->bus) {
+		const char *env = getenv("TAILBUS_BUS");
+		o->bus = env && *env ? env : "default";
+	}
+	return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longs[] = {
+		{"bus", required_argument, 0, 'b'},    {"log", required_argument, 0, 'l'},
+		{"dir", required_argument, 0, 'd'},    {"window", required_argument, 0, 'w'},
+		{"once", no_argument, 0, 'o'},         {"json", no_argument, 0, 'j'},
+		{"interval-ms", required_argument, 0, 'i'}, {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
+	*o = (struct options){.window_s = 10};
+	int c, idx = 0;
+	int64_t n;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
+		switch (c) {
+		case 'b': o->bus = optarg; break;
+		case 'l': o->log = optarg; break;
+		case 'd': o->dir = optarg; break;
+		case 'w':
+			if (!tb_cli_parse_i64(optarg, &n) || !window_ok(n))
+				goto bad;
+			o->window_s = (int)n;
+			break;
+		case 'o': o->once = true; break;
+		case 'j': o->json = true; break;
+		case 'i':
+			if (!tb_cli_parse_i64(optarg, &n) || n < REFRESH_MS_MIN || n > REFRESH_MS_MAX)
+				goto bad;
+			o->refresh_ms = n;
+			break;
+		case 'h': usage(stdout); return 1;
+		case ':':
+			tb_cli_error(VERB, "option '%s' needs a value", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			tb_cli_error(VERB, "unknown option '%s'", argv[optind - 1]);
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	return check_options(o, argc, argv);
+bad:
+	if (c == 'w')
+		tb_cli_error(VERB, "bad value '%s' for --window (use 1, 10 or 60 seconds)", optarg);
+	else
+		tb_cli_error(VERB, "bad value '%s' for --%s (%d..%d)", optarg, longs[idx].name,
+			     REFRESH_MS_MIN, REFRESH_MS_MAX);
+	return -EINVAL;
+}
+
+int tb_cmd_top(int argc, char **argv)
+{
+	struct options o;
+	int rc = parse_options(argc, argv, &o);
+	if (rc)
+		return rc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
+	struct source src;
+	memset(&src, 0, sizeof(src));
+	src.is_log = o.log != NULL;
+	rc = src.is_log ? log_open(&src.log, o.log) : bus_open(&src.bus, &o);
+	if (rc < 0)
+		return TB_EXIT_INPUT;
+	int status = run(&src, &o);
+	if (src.is_log)
+		log_close(&src.log);
+	else
+		tb_seg_close(&src.bus.seg);
+	return status;
+}
