@@ -22,11 +22,10 @@ bool tb_cli_parse_i64(const char *s, int64_t *out);
 
 int tb_cmd_replay(int argc, char **argv);
 int tb_cmd_model(int argc, char **argv);
-/* Verbs still being written are weak: the table shows them as not built. */
-int tb_cmd_top(int argc, char **argv) __attribute__((weak));
-int tb_cmd_load(int argc, char **argv) __attribute__((weak));
-int tb_cmd_compare(int argc, char **argv) __attribute__((weak));
-int tb_cmd_clock(int argc, char **argv) __attribute__((weak));
-int tb_cmd_env(int argc, char **argv) __attribute__((weak));
+int tb_cmd_top(int argc, char **argv);
+int tb_cmd_load(int argc, char **argv);
+int tb_cmd_compare(int argc, char **argv);
+int tb_cmd_clock(int argc, char **argv);
+int tb_cmd_env(int argc, char **argv);
 
 #endif

@@ -39,13 +39,8 @@ int main(int argc, char **argv)
 		return argc < 2 ? TB_EXIT_USAGE : TB_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
-		if (strcmp(argv[1], verbs[i].name))
-			continue;
-		if (!verbs[i].run) {
-			fprintf(stderr, "tailbus: '%s' is not built in this version\n", argv[1]);
-			return TB_EXIT_USAGE;
-		}
-		return verbs[i].run(argc - 1, argv + 1);
+		if (!strcmp(argv[1], verbs[i].name))
+			return verbs[i].run(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "tailbus: unknown verb '%s'\n", argv[1]);
 	usage(stderr);
