@@ -108,7 +108,13 @@ exactness() {
 	local jt
 	jt=$(java_total "$log" m2)
 	[[ "$jt" == "$(awk '$1=="m2"{print $2}' "$tmp/expect2")" ]] || { echo "  java total for m2: '$jt'"; return 1; }
-	grep -q '^#\[BaseTime: ' "$log"
+	grep -q '^#\[BaseTime: ' "$log" || return 1
+	# the machine it was measured on travels in the header, and replay reports it
+	python3 - "$tmp/$bus/replay.json" "$(uname -r)" <<'EOF'
+import json, sys
+env = json.load(open(sys.argv[1]))["env"]
+assert env and env["kernel"].startswith(sys.argv[2]), env
+EOF
 }
 check "2 processes x 3 threads: log totals and percentiles equal what was sent; Java agrees" exactness
 

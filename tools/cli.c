@@ -1,6 +1,8 @@
 /* cli.c - shared helpers for the `tailbus` verbs (see cli.h). */
 #include "cli.h"
 
+#include "tailbus/env.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -37,4 +39,22 @@ bool tb_cli_parse_i64(const char *s, int64_t *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+void tb_cli_env_line(FILE *out)
+{
+	tb_env e;
+	tb_env_collect(&e);
+	fprintf(out, "measured on: %s, kernel %s, %s x %s, clocksource %s, tailbus %s (%s)\n",
+		tb_env_get(&e, "hostname"), tb_env_get(&e, "kernel"), tb_env_get(&e, "cpu_model"),
+		tb_env_get(&e, "cpus"), tb_env_get(&e, "clocksource"), tb_env_get(&e, "version"),
+		tb_env_get(&e, "commit"));
+}
+
+void tb_cli_env_json(FILE *out)
+{
+	tb_env e;
+	tb_env_collect(&e);
+	fprintf(out, "\"env\":");
+	tb_env_format_json(&e, out);
 }

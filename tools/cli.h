@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit statuses: 0 all good; 1 a problem with some input (output still
  * printed from everything that was good); 2 bad usage. */
@@ -19,6 +20,10 @@ void tb_cli_error(const char *verb, const char *fmt, ...) __attribute__((format(
 /* Whole-string number parsing: false on junk, empty or out-of-range text. */
 bool tb_cli_parse_double(const char *s, double *out);
 bool tb_cli_parse_i64(const char *s, int64_t *out);
+
+/* The machine a report was made on: one line, or a JSON member "env":{...}. */
+void tb_cli_env_line(FILE *out);
+void tb_cli_env_json(FILE *out);
 
 int tb_cmd_replay(int argc, char **argv);
 int tb_cmd_model(int argc, char **argv);

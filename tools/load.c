@@ -1061,8 +1061,11 @@ static void print_json(const struct result *res, size_t n, const struct config *
 		printf("%" PRIu64, res[knee].rate);
 	else
 		printf("null");
-	printf(",\"stall_suspected\":%s,\"tail_from_machine\":%s}\n",
+	printf(",\"stall_suspected\":%s,\"tail_from_machine\":%s,",
 	       tail == TAIL_STALL ? "true" : "false", tail == TAIL_MACHINE ? "true" : "false");
+	fflush(stdout);
+	tb_cli_env_json(stdout);
+	printf("}\n");
 }
 
 /* ---- options ---- */
@@ -1333,6 +1336,7 @@ static void report(const struct config *c, const struct result *res, size_t n,
 		return;
 	}
 	print_header(c, n);
+	tb_cli_env_line(stdout);
 	printf("bus '%s': %s\n", c->bus,
 	       b->error ? "unavailable, in-process figures only"
 	       : b->dropped ? "EVENTS DROPPED, the log is incomplete"

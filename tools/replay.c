@@ -612,6 +612,64 @@ static void json_additions(FILE *out, const struct state *st, const struct tag_a
 		json_series(out, t);
 }
 
+/* Calls fn(ctx, key, value_len, value) for each "#[env key=value]" line in
+ * the header of the first readable file (the machine the log was measured
+ * on, as tailbusd records it). Returns how many. */
+static int each_env_line(const struct state *st,
+			 void (*fn)(FILE *, int, const char *, int, const char *), FILE *out)
+{
+	static const char prefix[] = "#[env ";
+	int n = 0;
+	for (size_t i = 0; i < st->nfiles && !n; i++) {
+		const char *p = st->files[i].text, *end = p ? p + st->files[i].len : NULL;
+		while (p && p < end && *p == '#') {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			const char *eol = nl ? nl : end;
+			const char *eq = memchr(p, '=', (size_t)(eol - p));
+			if ((size_t)(eol - p) > sizeof(prefix) && !memcmp(p, prefix, sizeof(prefix) - 1) && eq &&
+			    eol[-1] == ']') {
+				const char *key = p + sizeof(prefix) - 1;
+				fn(out, n++, key, (int)(eq - key), eq + 1);
+			}
+			p = nl ? nl + 1 : end;
+		}
+	}
+	return n;
+}
+
+static void env_ignore(FILE *out, int k, const char *key, int key_len, const char *value)
+{
+	(void)out, (void)k, (void)key, (void)key_len, (void)value;
+}
+
+static void env_json_member(FILE *out, int k, const char *key, int key_len, const char *value)
+{
+	const char *end = strchr(value, '\n');
+	int vlen = (int)((end ? end : value + strlen(value)) - value) - 1; /* drop ']' */
+	fprintf(out, "%s\"%.*s\":\"", k ? "," : "", key_len, key);
+	for (int i = 0; i < vlen; i++) {
+		unsigned char c = (unsigned char)value[i];
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+static void env_text_item(FILE *out, int k, const char *key, int key_len, const char *value)
+{
+	static const char *shown[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource", "commit"};
+	const char *end = strchr(value, '\n');
+	int vlen = (int)((end ? end : value + strlen(value)) - value) - 1;
+	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
+		if ((int)strlen(shown[i]) == key_len && !strncmp(key, shown[i], (size_t)key_len))
+			fprintf(out, "%s%.*s=%.*s", k ? " " : "", key_len, key, vlen, value);
+	}
+}
+
 static void print_json(FILE *out, const struct state *st)
 {
 	fprintf(out, "{\"tags\":[");
@@ -633,7 +691,16 @@ static void print_json(FILE *out, const struct state *st)
 		json_additions(out, st, &st->tags[i]);
 		fputc('}', out);
 	}
-	fprintf(out, "]}\n");
+	/* where the log was measured (tailbusd logs carry it), or null */
+	fprintf(out, "],\"env\":");
+	if (each_env_line(st, env_ignore, out) == 0) {
+		fprintf(out, "null");
+	} else {
+		fputc('{', out);
+		each_env_line(st, env_json_member, out);
+		fputc('}', out);
+	}
+	fprintf(out, "}\n");
 }
 
 static void print_csv(FILE *out, const struct state *st)
@@ -726,6 +793,11 @@ static void print_text(FILE *out, const struct state *st)
 		fprintf(out, "\n* fewer than %d samples beyond this percentile: too few to trust "
 			"(p99.9 needs about %d).\n",
 			TB_MIN_SAMPLES_BEYOND, TB_MIN_SAMPLES_BEYOND * 1000);
+	/* the machine the log was measured on, when its header says */
+	fprintf(out, "\nmeasured on (log header): ");
+	if (!each_env_line(st, env_text_item, out))
+		fprintf(out, "not recorded");
+	fputc('\n', out);
 }
 
 /* Formats without a place for it (csv, hgrm) get the warm-up on stderr. */
