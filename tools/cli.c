@@ -58,3 +58,18 @@ void tb_cli_env_json(FILE *out)
 	fprintf(out, "\"env\":");
 	tb_env_format_json(&e, out);
 }
+
+void tb_cli_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}

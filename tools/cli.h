@@ -21,6 +21,8 @@ void tb_cli_error(const char *verb, const char *fmt, ...) __attribute__((format(
 bool tb_cli_parse_double(const char *s, double *out);
 bool tb_cli_parse_i64(const char *s, int64_t *out);
 
+/* s as a JSON string literal, quotes and escapes included. */
+void tb_cli_json_string(FILE *out, const char *s);
 /* The machine a report was made on: one line, or a JSON member "env":{...}. */
 void tb_cli_env_line(FILE *out);
 void tb_cli_env_json(FILE *out);

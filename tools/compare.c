@@ -288,21 +288,6 @@ static void fmt_value(char *buf, size_t cap, double v)
 		snprintf(buf, cap, "%.1f", v);
 }
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 static void json_number(FILE *out, double v)
 {
 	if (isnan(v))
@@ -391,7 +376,7 @@ static void print_json_tag(FILE *out, const char *tag, const size_t *nruns,
 			   const struct figure *fig, int64_t *const totals[SIDES])
 {
 	fputs("{\"tag\":", out);
-	json_string(out, tag);
+	tb_cli_json_string(out, tag);
 	for (int s = 0; s < SIDES; s++) {
 		fprintf(out, ",\"%s\":{\"totals\":[", s ? "b" : "a");
 		for (size_t i = 0; i < nruns[s]; i++)
@@ -531,7 +516,7 @@ static void json_files(FILE *out, const struct side *side)
 	fputc('[', out);
 	for (size_t i = 0; i < side->nruns; i++) {
 		fputs(i ? "," : "", out);
-		json_string(out, side->runs[i].path);
+		tb_cli_json_string(out, side->runs[i].path);
 	}
 	fputc(']', out);
 }

@@ -968,25 +968,10 @@ static void print_sweep(const struct result *res, size_t n, int knee, enum tail 
 
 /* ---- JSON report ---- */
 
-static void json_string(const char *str)
-{
-	putchar('"');
-	for (; *str; str++) {
-		unsigned char ch = (unsigned char)*str;
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 static void json_summary(const char *metric, const tb_summary *s)
 {
 	printf("\"metric\":");
-	json_string(metric);
+	tb_cli_json_string(stdout, metric);
 	printf(",\"count\":%" PRId64 ",\"min\":%" PRId64, s->total, s->min);
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
 		printf(",\"%s\":%" PRId64, tb_summary_keys[p], s->pct[p]);
@@ -1042,7 +1027,7 @@ static void print_json(const struct result *res, size_t n, const struct config *
 		       enum tail tail, const struct bus_state *b)
 {
 	printf("{\"bus\":");
-	json_string(c->bus);
+	tb_cli_json_string(stdout, c->bus);
 	printf(",\"bus_ok\":%s,\"collector\":%s,\"dropped\":%" PRIu64
 	       ",\"mode\":\"%s\",\"arrivals\":\"%s\",\"seed\":%" PRIu64 ",\"service_ns\":%" PRId64
 	       ",\"stall_every_ns\":%" PRId64 ",\"stall_ns\":%" PRId64 ",\"duration_ns\":%" PRId64

@@ -525,21 +525,6 @@ static void warn_unmarked(const struct state *st)
 
 /* ---- output ---- */
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 static const char *const warmup_status[] = {
 	[TB_WARMUP_FOUND] = "found",
 	[TB_WARMUP_TOO_FEW] = "not_enough_intervals",
@@ -677,7 +662,7 @@ static void print_json(FILE *out, const struct state *st)
 		tb_summary s;
 		tb_summarize(&st->tags[i].merged, &s);
 		fprintf(out, "%s{\"tag\":", i ? "," : "");
-		json_string(out, st->tags[i].name);
+		tb_cli_json_string(out, st->tags[i].name);
 		fprintf(out, ",\"intervals\":%zu,\"total\":%" PRId64 ",\"min\":%" PRId64,
 			st->tags[i].intervals, s.total, s.min);
 		for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)

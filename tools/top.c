@@ -1022,25 +1022,10 @@ static void print_text(FILE *out, const struct snap *sn)
 	print_legend(out, sn, approximate);
 }
 
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
 static void json_row(FILE *out, const struct row *r)
 {
 	fprintf(out, "{\"name\":");
-	json_string(out, r->name);
+	tb_cli_json_string(out, r->name);
 	fprintf(out, ",\"intervals\":%u,\"span_s\":%.3f,\"rate\":%.3f,\"count\":%" PRId64,
 		r->intervals, r->span_s, r->rate, r->count);
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
@@ -1067,7 +1052,7 @@ static void json_row(FILE *out, const struct row *r)
 		fprintf(out, ",\"age_s\":%.3f", r->age_s);
 	if (r->error) {
 		fprintf(out, ",\"error\":");
-		json_string(out, r->error);
+		tb_cli_json_string(out, r->error);
 	}
 	fputc('}', out);
 }
@@ -1077,12 +1062,12 @@ static void print_json(FILE *out, const struct snap *sn)
 	fprintf(out, "{\"bus\":");
 	if (sn->from_log) {
 		fprintf(out, "null,\"log\":");
-		json_string(out, sn->source);
+		tb_cli_json_string(out, sn->source);
 		fprintf(out, ",\"intervals_read\":%zu,\"bad_lines\":%zu", sn->log_intervals, sn->bad_lines);
 	} else {
-		json_string(out, sn->source);
+		tb_cli_json_string(out, sn->source);
 		fprintf(out, ",\"segment\":");
-		json_string(out, sn->path);
+		tb_cli_json_string(out, sn->path);
 		fprintf(out, ",\"page_size\":%" PRIu64 ",\"hugepages\":%s,\"collector_pid\":%d,"
 			     "\"collector_running\":%s,\"rings_live\":%u,\"ring_drops\":%" PRIu64,
 			sn->page_size, sn->hugepages ? "true" : "false", (int)sn->collector_pid,
