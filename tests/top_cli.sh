@@ -68,7 +68,7 @@ run_top() { # bus, then top args
 # background_top ARGS: `tailbus top` streaming in the background, under a
 # timeout so that a top that ignores SIGINT fails the test instead of hanging
 # it; sets $tp (timeout passes signals on to top)
-TOP_TIMEOUT_S=60
+TOP_TIMEOUT_S=240
 background_top() {
 	timeout "$TOP_TIMEOUT_S" "$TAILBUS" top "$@" &
 	tp=$!
