@@ -322,12 +322,22 @@ check "sweep: latency-vs-rate table with the knee where utilisation passes 1" sw
 sweep_text() {
 	# the table people read: rows, the knee marked on its row, the rule stated
 	TAILBUS_DIR="$tmp/seg" "$TAILBUS" load --bus $BUS "${LOAD_CPU[@]}" --metric kt \
-		--sweep 1000:3000:2 --service-ns 500000 --duration 0.4 --warmup 0.1 >"$tmp/kt.txt" || return 1
+		--sweep 1000:3000:2 --service-ns 500000 --duration 0.4 --warmup 0.1 \
+		--plot "$tmp/plots" >"$tmp/kt.txt" || return 1
 	grep -q "offered/s  achieved/s" "$tmp/kt.txt" &&
 		grep -Eq "^ +3000 .*<- knee$" "$tmp/kt.txt" &&
 		grep -q "^knee: 3000/s" "$tmp/kt.txt" || { cat "$tmp/kt.txt"; return 1; }
+	# the latency-vs-rate plot: well-formed SVG, four series, the knee marked
+	grep -q "^plot: $tmp/plots/latency-vs-rate.svg$" "$tmp/kt.txt" || return 1
+	python3 - "$tmp/plots/latency-vs-rate.svg" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+svg = open(sys.argv[1]).read()
+ET.fromstring(svg)
+for label in ("p50", "p99", "p99.9", "max", "knee"):
+    assert label in svg, "no %s in the plot" % label
+EOF
 }
-check "sweep text: the table marks the knee row and states the rule" sweep_text
+check "sweep text: the table marks the knee row and states the rule; the plot marks the knee" sweep_text
 
 sweep_stall() {
 	# a 10 ms stall every 0.5 s at utilisation 0.1..0.4: 2% of the time,

@@ -76,11 +76,14 @@
 #include <sched.h>
 #include <stdalign.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "plot.h"
 #include "tailbus/analysis.h"
 #include "tailbus/hist.h"
 #include "tailbus/producer.h"
@@ -166,6 +169,7 @@ struct config {
 	uint64_t rate;          /* this run's rate (the sweep sets it per run) */
 	int64_t sweep_from, sweep_to, sweep_steps;
 	bool poisson, closed, json;
+	const char *plot_dir; /* --plot: latency against offered rate, for --sweep */
 	uint64_t seed;
 	int64_t duration_ns, warmup_ns, service_ns, stall_every_ns, stall_ns, late_ns, drain_ns;
 	bool warmup_set, drain_set;
@@ -1061,7 +1065,7 @@ static void usage(FILE *out)
 		"usage: tailbus load --bus NAME (--rate R | --sweep R1:R2:STEPS) --duration D\n"
 		"         [--poisson] [--warmup W] [--service-ns N] [--stall-every T --stall-ns S]\n"
 		"         [--closed] [--metric NAME] [--seed SEED] [--json] [--cpu C]\n"
-		"         [--engine-cpu E] [--late-ns L] [--queue Q] [--drain X]\n"
+		"         [--engine-cpu E] [--late-ns L] [--queue Q] [--drain X] [--plot DIR]\n"
 		"Open-loop load from intended send times, served by a FIFO engine and recorded\n"
 		"through the bus as <metric> (from intended), <metric>.warmup and, with --closed,\n"
 		"<metric>.closed (from the actual send). D, W, T and X in seconds; N, S and L in\n"
@@ -1116,6 +1120,7 @@ static bool parse_one(int opt, const char *arg, struct config *c)
 	case 'P': c->poisson = true; return true;
 	case 'C': c->closed = true; return true;
 	case 'j': c->json = true; return true;
+	case 'p': c->plot_dir = arg; return true;
 	case 'd': return parse_seconds(arg, &c->duration_ns, false);
 	case 'w': c->warmup_set = true; return parse_seconds(arg, &c->warmup_ns, true);
 	case 'D': c->drain_set = true; return parse_seconds(arg, &c->drain_ns, true);
@@ -1211,7 +1216,8 @@ static int parse(int argc, char **argv, struct config *c)
 		{"json", no_argument, 0, 'j'},		    {"cpu", required_argument, 0, 'c'},
 		{"engine-cpu", required_argument, 0, 'e'},  {"late-ns", required_argument, 0, 'l'},
 		{"queue", required_argument, 0, 'q'},	    {"drain", required_argument, 0, 'D'},
-		{"help", no_argument, 0, 'h'},		    {0, 0, 0, 0}};
+		{"plot", required_argument, 0, 'p'},	    {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
 	int opt, idx = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", longs, &idx)) != -1) {
@@ -1311,11 +1317,42 @@ static int run_all(struct config *c, tb_producer *p, struct result *res, const u
 	return rc;
 }
 
+/* --plot DIR with --sweep: p50, p99, p99.9 and max against offered rate,
+ * the knee marked. Returns 0 or a negative errno. */
+static int plot_sweep(const struct config *c, const struct result *res, size_t n, int knee)
+{
+	static const char *labels[] = {"p50", "p99", "p99.9", "max"};
+	enum { FIGS = 4 };
+	tb_plot_point *pts = calloc(n * FIGS, sizeof(*pts));
+	if (!pts)
+		return -ENOMEM;
+	tb_plot_series series[FIGS];
+	for (size_t k = 0; k < n; k++) {
+		const tb_summary *s = &res[k].open;
+		const int64_t v[FIGS] = {s->pct[0], s->pct[2], s->pct[3], s->max};
+		for (int f = 0; f < FIGS; f++)
+			pts[(size_t)f * n + k] = (tb_plot_point){(double)res[k].rate, (double)v[f]};
+	}
+	for (int f = 0; f < FIGS; f++)
+		series[f] = (tb_plot_series){labels[f], pts + (size_t)f * n, n, NULL, TB_PLOT_SOLID, true};
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/latency-vs-rate.svg", c->plot_dir);
+	mkdir(c->plot_dir, 0755);
+	int rc = tb_plot_latency_vs_rate(path, "Latency from the intended time by offered rate", series,
+					 FIGS, knee >= 0 ? (double)res[knee].rate : 0.0);
+	free(pts);
+	if (rc == 0)
+		fprintf(c->json ? stderr : stdout, "plot: %s\n", path);
+	return rc;
+}
+
 static void report(const struct config *c, const struct result *res, size_t n,
 		   const struct bus_state *b)
 {
 	int knee = n > 1 ? find_knee(res, n) : -1;
 	enum tail tail = n > 1 ? stall_suspected(res, n, knee) : TAIL_NORMAL;
+	if (c->plot_dir && n > 1 && plot_sweep(c, res, n, knee) < 0)
+		tb_cli_error(VERB, "cannot write the plot in %s", c->plot_dir);
 	if (c->json) {
 		print_json(res, n, c, knee, tail, b);
 		return;
