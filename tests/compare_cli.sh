@@ -114,7 +114,8 @@ doc = json.load(open(sys.argv[1]))
 args = sys.argv[2:]
 cut = args.index("--")
 assert doc["a"] == args[:cut] and doc["b"] == args[cut + 1:], doc
-assert list(doc) == ["a", "b", "tags"]
+assert list(doc) == ["a", "b", "tags", "env"]
+assert set(doc["env"]) == {"a", "b"}, doc["env"]
 t = doc["tags"][0]
 assert list(t) == ["tag", "a", "b", "chance_separated", "figures"], list(t)
 assert t["tag"] == "" and t["a"]["totals"] == [100000] * 3 and t["b"]["totals"] == [100000] * 3

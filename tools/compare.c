@@ -33,7 +33,8 @@
  *     "figures":[{"figure":"p50"|"p90"|"p99"|"p99_9"|"p99_99"|"max",
  *       "a":{"runs":[V...],"median":X,"min":V,"max":V},"b":{...},
  *       "ratio":B_median/A_median|null,"insufficient":BOOL,
- *       "verdict":"a_faster"|"b_faster"|"no_difference"|"spread_unknown"|"too_few_samples"}]}]}
+ *       "verdict":"a_faster"|"b_faster"|"no_difference"|"spread_unknown"|"too_few_samples"}]}],
+ *    "env":{"a":S,"b":S}}   where each side was measured (its first run's log header, "" unknown)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -78,8 +79,11 @@ struct run_tag {
 	tb_hist h;
 };
 
+#define ENV_TEXT_MAX 512
+
 struct run {
 	const char *path;
+	char env[ENV_TEXT_MAX]; /* where it was measured, from the log header ("" if unknown) */
 	struct run_tag *tags;
 	size_t ntags;
 };
@@ -136,6 +140,7 @@ static int read_run(struct run *r, const char *tag)
 		tb_cli_error(VERB, "cannot read %s: %s; run left out", r->path, strerror(-rc));
 		return READ_FAILED;
 	}
+	tb_cli_log_env(text, len, r->env, sizeof(r->env));
 	tb_log_reader rd;
 	tb_log_entry e;
 	memset(&e, 0, sizeof(e));
@@ -229,6 +234,22 @@ static double chance_separated(size_t a, size_t b)
 }
 
 /* The figures of one tag; values[s] has room for FIGURES * nruns[s]. */
+
+/* Where each side was measured (the first run's log header), and a warning
+ * when the runs of a comparison come from different machines or builds. */
+static void print_env(FILE *out, const struct side *sides)
+{
+	bool differ = false;
+	for (int s = 0; s < SIDES; s++) {
+		fprintf(out, "%s measured on: %s\n", side_names[s],
+			*sides[s].runs[0].env ? sides[s].runs[0].env : "not recorded in the log");
+		for (size_t i = 0; i < sides[s].nruns; i++)
+			differ |= strcmp(sides[s].runs[i].env, sides[0].runs[0].env) != 0;
+	}
+	if (differ)
+		fprintf(out, "warning: the runs were not all measured on the same machine and build\n");
+}
+
 static int compare_tag(const struct side *sides, size_t *tag_at[SIDES], struct figure *fig,
 		       double *values[SIDES], int64_t *totals[SIDES])
 {
@@ -554,6 +575,7 @@ static int report(const struct options *o, const struct side *sides)
 				fprintf(out, " %s", sides[s].runs[i].path);
 			fputc('\n', out);
 		}
+		print_env(out, sides);
 	}
 	for (size_t t = 0; t < ntags; t++) {
 		if (!locate(sides, names[t], w.tag_at)) {
@@ -576,8 +598,14 @@ static int report(const struct options *o, const struct side *sides)
 		if (o->plot_dir && plot_tag(o, sides, w.tag_at, names[t], note) < 0)
 			status = TB_EXIT_INPUT;
 	}
-	if (o->format == FMT_JSON)
-		fputs("]}\n", out);
+	if (o->format == FMT_JSON) {
+		/* where each side was measured: its first run's log header, "" if unknown */
+		fputs("],\"env\":{\"a\":", out);
+		tb_cli_json_string(out, sides[0].runs[0].env);
+		fputs(",\"b\":", out);
+		tb_cli_json_string(out, sides[1].runs[0].env);
+		fputs("}}\n", out);
+	}
 	if (compared == 0) {
 		tb_cli_error(VERB, "no tag has intervals in every run: nothing compared");
 		status = TB_EXIT_INPUT;
