@@ -206,6 +206,12 @@ uint64_t tb_collector_drain_pass(tb_collector *c)
 	int64_t now = mono_now();
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
+		/* a new producer is followed at once (one load per idle slot), not at
+		 * the next housekeeping: a producer that floods as soon as it
+		 * attaches must not fill its ring before anyone reads it */
+		if (!f->followed &&
+		    __atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) == TB_SLOT_LIVE)
+			follow(c, i);
 		if (f->followed && !f->quarantined)
 			total += drain_slot(c, i, TB_COLLECTOR_BATCH, now);
 	}

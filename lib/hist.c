@@ -160,7 +160,12 @@ static int32_t used_len(const tb_hist *h)
 
 void tb_hist_reset(tb_hist *h)
 {
-	memset(h->counts, 0, (size_t)used_len(h) * sizeof(*h->counts));
+	/* zeros sit at index 0, every other value between the indices of
+	 * min_raw and max_raw: clear only those, so pages that recording never
+	 * touched are never written (and never faulted in) */
+	int32_t from = h->min_raw ? tb_hist_index_of(h, h->min_raw) : 0;
+	h->counts[0] = 0;
+	memset(h->counts + from, 0, (size_t)(used_len(h) - from) * sizeof(*h->counts));
 	h->total = 0;
 	h->min_raw = 0;
 	h->max_raw = 0;
