@@ -1250,8 +1250,11 @@ static bool wait_tick(struct term *t)
 	int n = poll(&in, t->keys ? 1 : 0, TICK_MS);
 	if (n > 0 && (in.revents & POLLIN)) {
 		char c;
-		if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+		ssize_t r = read(STDIN_FILENO, &c, 1);
+		if (r == 1 && (c == 'q' || c == 'Q'))
 			return false;
+		if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN))
+			t->keys = false; /* end of input or a dead terminal: poll would spin */
 	} else if (n > 0) {
 		t->keys = false; /* the terminal went away: stop watching it */
 	}
