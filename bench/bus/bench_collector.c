@@ -31,6 +31,8 @@
  *           1 s intervals its ms are the collector's ms of CPU per second.
  *           The first close of each half of the series is reported apart
  *           (close_first): it is the one that faults the counts' pages in.
+ *           Each close's minor page faults (getrusage) are reported too:
+ *           unlike its ms they do not depend on what else runs.
  *
  * The benchmark's own thread is pinned to COLLECTOR_CPU (when the machine has
  * it), as tailbusd is with --cpu in the cross-process test.
@@ -47,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench_bus.h"
 #include "collector.h"
@@ -246,14 +249,23 @@ static int interval_prepare(struct coll_bench *b)
 	return tb_writer_poll(b->c.writer);
 }
 
-/* One interval; its close in ns, or < 0 on an error. */
-static double close_run(struct coll_bench *b)
+static long minor_faults(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : 0;
+}
+
+/* One interval; its close in ns, or < 0 on an error. *faults gets the page
+ * faults the close took (they do not depend on other load, its ns do). */
+static double close_run(struct coll_bench *b, double *faults)
 {
 	if (interval_prepare(b) < 0)
 		return -1;
+	long f0 = minor_faults();
 	double t0 = bench_now_ns();
 	int rc = tb_collector_close_interval(&b->c, b->c.cfg.interval_ns);
 	double ns = bench_now_ns() - t0;
+	*faults = (double)(minor_faults() - f0);
 	return rc < 0 ? rc : ns;
 }
 
@@ -357,16 +369,16 @@ int main(int argc, char **argv)
 	 * resets, and so commits, every page of its counts up to its highest
 	 * value; timed apart, as a one-off. */
 	int status = 0;
-	double first_ms[2];
+	double first_ms[2], first_faults[2], close_faults[BENCH_RUNS_MAX];
 	for (int h = 0; h < 2; h++) {
-		double ns = close_run(&k);
+		double ns = close_run(&k, &first_faults[h]);
 		if (ns < 0)
 			status = 1;
 		first_ms[h] = ns / BENCH_NS_PER_MS;
 	}
 	sched = bench_sched_now();
 	for (int r = 0; status == 0 && r < runs; r++) {
-		double ns = close_run(&k);
+		double ns = close_run(&k, &close_faults[r]);
 		if (ns < 0)
 			status = 1;
 		close_ms[r] = ns / BENCH_NS_PER_MS;
@@ -422,5 +434,9 @@ int main(int argc, char **argv)
 	printf(fmt, "close_interval", "ms/interval", fc.median, fc.min, fc.max, wait[2]);
 	struct bench_figures ff = bench_figures_of(first_ms, 2);
 	printf(fmt, "close_first", "ms/interval", ff.median, ff.min, ff.max, wait[2]);
+	struct bench_figures pf = bench_figures_of(close_faults, runs);
+	printf(fmt, "close_interval", "faults/interval", pf.median, pf.min, pf.max, wait[2]);
+	pf = bench_figures_of(first_faults, 2);
+	printf(fmt, "close_first", "faults/interval", pf.median, pf.min, pf.max, wait[2]);
 	return 0;
 }

@@ -9,12 +9,13 @@
  * loop is tb_span alone); --now reads tb_now() for every event, as an engine
  * that times each request does.
  *
- * A collector notices a new ring only at its next housekeeping (every
- * TB_COLLECTOR_HOUSEKEEP_NS, 100 ms); until then the ring fills and the rest
- * is dropped. So flood first waits for the collector's heartbeat, which it
- * stores after each housekeeping, to move twice (the first move may end a
- * pass that had already looked at our slot), and only then starts; --no-wait
- * starts at once, to show that start-up loss.
+ * Until the collector follows a new ring, the ring fills and the rest is
+ * dropped. So that the timed flood measures the steady state whenever the
+ * collector follows (at once, or at its next housekeeping), flood first waits
+ * for the collector's heartbeat, which it stores after each housekeeping
+ * (every TB_COLLECTOR_HOUSEKEEP_NS, 100 ms), to move twice (the first move
+ * may end a pass that had already looked at our slot), and only then starts;
+ * --no-wait starts at once, to measure the start-up loss.
  *
  * Prints one line: attempted written dropped elapsed_ns run_ns wait_ns -
  * the producer's own counters, the flood's length, and this thread's time
