@@ -191,6 +191,8 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 	if (avail > f->high_water)
 		f->high_water = avail;
 	uint32_t n = avail < limit ? avail : limit;
+	if (n == 0)
+		return 0; /* nothing taken: leave the line the producer reads untouched */
 	for (uint32_t k = 0; k < n; k++)
 		decode(c, i, &events[(f->cons + k) & mask], now_mono);
 	f->cons += n;
