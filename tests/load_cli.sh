@@ -4,7 +4,8 @@
 # says why it is late when it is not; an overloaded engine shows up as latency
 # that grows (open loop) or as sends held back (a full queue); the seed's
 # coordinated-omission experiment comes out right; a sweep marks the knee and
-# a periodic stall; the bus log agrees with the in-process figures.
+# a periodic stall; the bus log agrees with the in-process figures; the
+# engine times its own service; --record off keeps everything but the bus.
 #
 # Needs: TAILBUS, TAILBUSD (TB_EMIT is accepted and unused). The load runs
 # on CPU 0 and tailbusd on CPU 1 when there are two: one core each, as on a
@@ -133,6 +134,7 @@ usage_errors() {
 		"--bus b --rate 1000 --duration 1 --metric bad/name"   # invalid metric
 		"--bus b --rate 1000 --duration 1 --cpu 0 --engine-cpu 0"
 		"--bus b --rate 1000 --duration 1 --queue 1"
+		"--bus b --rate 1000 --duration 1 --record maybe"     # on or off only
 	)
 	for args in "${bad[@]}"; do
 		local rc=0
@@ -210,6 +212,15 @@ need(abs(r["achieved"] - 2000) <= 20, "achieved %.1f/s, want 2000/s within 1%%" 
 need(abs(r["send_rate"] - 2000) <= 20, "sent %.1f/s, want 2000/s within 1%%" % r["send_rate"])
 need(r["unsent"] == 0 and r["unserved"] == 0, "unfinished requests")
 need(not r["growing"], "p50 grows at a rate the engine holds")
+# the service time the engine measures: one per measured request, never shorter
+# than the service asked for, never longer than latency from intended (the
+# service starts after the intended time), so no percentile of it is either
+sv = r["service"]
+need(sv["count"] == r["count"], "service count %d, want %d" % (sv["count"], r["count"]))
+need(sv["min"] >= 10000, "service min %d ns, shorter than the 10 us asked for" % sv["min"])
+for k in ("p50", "p90", "p99", "p99_9", "max"):
+    need(sv[k] <= r[k], "service %s %d ns above latency %s %d ns" % (k, sv[k], k, r[k]))
+need(d["record"] is True, "record should be true by default")
 print("  late %d of %d (%d descheduled: the thread lost its core %.1f%% of the run, longest %s), achieved %.1f/s"
       % (r["late"], r["count"], r["late_descheduled"], 100.0 * r["stolen_ns"] / r["run_ns"],
          ms(r["max_gap_ns"]), r["achieved"]))
@@ -396,6 +407,34 @@ EOF
 }
 check "Poisson arrivals: the same seed gives the same schedule, another seed another" poisson_seeded
 
+# ---- --record off: the same run, nothing on the bus ----
+
+record_off() {
+	# on a bus a collector drains, under a metric of its own: the report is
+	# complete, exit 0, and (below, in the log) no event of it arrives
+	run off --rate 2000 --service-ns 10000 --duration 1 --warmup 0.1 --record off
+	[[ ! -s "$tmp/off.err" ]] || { echo "  unexpected messages:"; cat "$tmp/off.err"; return 1; }
+	expect off '
+need(rc == 0, "exit %d" % rc)
+need(d["record"] is False and d["bus_ok"] is False and d["collector"] is False,
+     "record %s bus_ok %s collector %s" % (d["record"], d["bus_ok"], d["collector"]))
+need(r["count"] == 1800 and r["warmup_count"] == 200, "counts %d + %d" % (r["count"], r["warmup_count"]))
+sv = r["service"]
+need(sv["count"] == 1800 and sv["min"] >= 10000 and sv["p50"] <= r["p50"],
+     "service count %d min %d p50 %d (latency p50 %d)" % (sv["count"], sv["min"], sv["p50"], r["p50"]))
+need(r["late_held"] == 0, "held %d" % r["late_held"])
+'
+	# no bus named and none reachable: it never attaches, so it never
+	# complains, and the text report says recording is off
+	local rc=0
+	TAILBUS_DIR="$tmp/nonexistent/dir" "$TAILBUS" load "${LOAD_CPU[@]}" --record off \
+		--rate 1000 --service-ns 10000 --duration 0.2 >"$tmp/off.txt" 2>"$tmp/off2.err" || rc=$?
+	[[ $rc -eq 0 && ! -s "$tmp/off2.err" ]] || { echo "  exit $rc"; cat "$tmp/off2.err"; return 1; }
+	grep -q "^recording off (--record off)" "$tmp/off.txt" &&
+		grep -Eq "^  service \(done-start\): +p50 [0-9.]+ us" "$tmp/off.txt" || { cat "$tmp/off.txt"; return 1; }
+}
+check "--record off: figures and service time reported, exit 0, no attach" record_off
+
 # ---- the bus log agrees with what load reported ----
 
 kill -INT "$cpid"
@@ -428,7 +467,10 @@ for name in ("hold", "grow", "held", "s20", "s1", "knee", "stall", "two", "pa"):
         w = log.get(r["metric"] + ".warmup")
         if r["warmup_count"] and (w is None or w["total"] != r["warmup_count"]):
             print("  %s.warmup: log %s, load %d" % (r["metric"], w and w["total"], r["warmup_count"])); ok = False
-print("  %d metrics: count, p50, p99, p99.9 and max equal in the log" % checked)
+for name in ("off", "off.warmup"):
+    if name in log:
+        print("  %s is in the log: --record off recorded %d events" % (name, log[name]["total"])); ok = False
+print("  %d metrics: count, p50, p99, p99.9 and max equal in the log; none from --record off" % checked)
 sys.exit(0 if ok else 1)
 EOF
 }

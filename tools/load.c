@@ -5,6 +5,7 @@
  *                [--service-ns N] [--stall-every T --stall-ns S] [--closed]
  *                [--sweep R1:R2:STEPS] [--metric NAME] [--seed SEED] [--json]
  *                [--cpu C] [--engine-cpu E] [--late-ns L] [--queue Q] [--drain X]
+ *                [--record on|off]
  *
  * The idea. A generator means to send request i at a time computed from i
  * alone (start + floor(i * 1e9 / R) by tb_schedule_at, or, with --poisson,
@@ -51,6 +52,21 @@
  * cannot hold the rate shows up in the late count. The longest gap of the
  * engine's thread is a stall the machine added; the sweep's rules (knee,
  * periodic stall) and the growth verdict do not count what it can explain.
+ *
+ * Service time. Besides latency from the intended time, the engine times its
+ * own work: done (the clock read at which it completes a request, the T1 it
+ * records) minus the start of service, max(arrival, the previous request's
+ * completion by the model). It is the service time plus the engine loop's
+ * reaction (from when the work is due to end to the turn that sees it) plus
+ * any stall during service: what the engine's own code and the machine under
+ * it add, without the queueing in front of it. That is the figure the
+ * observer effect is about: does recording slow the engine's own work?
+ *
+ * --record off: the engine records nothing into the bus (it never calls
+ * tb_attach, tb_metric or tb_span, and no handle is opened) while everything
+ * else, the schedule, the queue, the in-process histograms and the report,
+ * stays the same, so a run with it on and a run with it off differ only by
+ * the recording (bench/observer compares them). --bus is optional then.
  *
  * Warm-up: requests intended before start + W are recorded on the bus as
  * "<metric>.warmup" and left out of the report. A sweep runs each rate in
@@ -175,6 +191,7 @@ struct config {
 	bool warmup_set, drain_set;
 	uint32_t queue;
 	int cpu, engine_cpu; /* -1: not pinned / no engine thread */
+	bool record;         /* false: --record off, nothing goes to the bus */
 };
 
 /* ---- the generator ---- */
@@ -287,6 +304,8 @@ struct engine {
 	tb_producer *p;
 	tb_metric_t m_main, m_closed, m_warmup;
 	tb_hist open, closed_h; /* collector layout: the bus log must agree */
+	tb_hist service;        /* done - start of service, measured requests */
+	int64_t started;        /* when the request in service started, by the model */
 	tb_hist *series;        /* per second of completion, from measure_from */
 	size_t nseries;
 	int64_t series_ns; /* the length of a row */
@@ -326,14 +345,19 @@ static void engine_record(struct run *r, int64_t done)
 {
 	struct engine *e = &r->eng;
 	const tb_load_req *q = &e->cur;
+	/* e->p is NULL with --record off: the same loop, no recording call */
 	if (q->intended < e->measure_from) {
-		tb_span(e->p, e->m_warmup, (uint64_t)q->intended, (uint64_t)done);
+		if (e->p)
+			tb_span(e->p, e->m_warmup, (uint64_t)q->intended, (uint64_t)done);
 		e->warmup++;
 	} else {
-		tb_span(e->p, e->m_main, (uint64_t)q->intended, (uint64_t)done);
+		if (e->p)
+			tb_span(e->p, e->m_main, (uint64_t)q->intended, (uint64_t)done);
 		tb_hist_record(&e->open, done - q->intended);
+		tb_hist_record(&e->service, done - e->started);
 		if (e->closed) {
-			tb_span(e->p, e->m_closed, (uint64_t)q->sent, (uint64_t)done);
+			if (e->p)
+				tb_span(e->p, e->m_closed, (uint64_t)q->sent, (uint64_t)done);
 			tb_hist_record(&e->closed_h, done - q->sent);
 		}
 		size_t row = (size_t)((done - e->measure_from) / e->series_ns);
@@ -368,7 +392,8 @@ static int engine_poll(struct run *r, int64_t now)
 		}
 		if (now < e->free_at || !ck_ring_dequeue_spsc_tb_load_req(&r->ring, r->buf, &e->cur))
 			return actions;
-		e->target = (e->cur.sent > e->free_at ? e->cur.sent : e->free_at) + e->service_ns;
+		e->started = e->cur.sent > e->free_at ? e->cur.sent : e->free_at;
+		e->target = e->started + e->service_ns;
 		e->busy = true;
 		actions++;
 	}
@@ -483,13 +508,17 @@ static void *engine_main(void *arg)
 	struct engine_thread *t = arg;
 	struct run *r = t->r;
 	int rc = pin_to(t->c->engine_cpu);
-	/* the recording thread's own ring (a counted no-op if the bus is gone) */
-	tb_producer *p = rc < 0 ? NULL : tb_attach(t->c->bus, "load-engine");
-	if (!p) {
-		__atomic_store_n(&t->ready, rc < 0 ? rc : -ENOMEM, __ATOMIC_RELEASE);
+	/* the recording thread's own ring (a counted no-op if the bus is gone);
+	 * none with --record off, where p only reads the clock (tb_now(NULL)) */
+	tb_producer *p = NULL;
+	if (rc == 0 && t->c->record && !(p = tb_attach(t->c->bus, "load-engine")))
+		rc = -ENOMEM;
+	if (rc < 0) {
+		__atomic_store_n(&t->ready, rc, __ATOMIC_RELEASE);
 		return NULL;
 	}
-	attach_metrics(&r->eng, p, t->names);
+	if (p)
+		attach_metrics(&r->eng, p, t->names);
 	__atomic_store_n(&t->ready, 1, __ATOMIC_RELEASE);
 	/* acquire: the schedule and the engine's start state are written before go */
 	while (!__atomic_load_n(&t->go, __ATOMIC_ACQUIRE))
@@ -506,10 +535,12 @@ static void *engine_main(void *arg)
 		if (!actions && __atomic_load_n(&r->gen_done, __ATOMIC_ACQUIRE) && engine_idle(r))
 			break;
 	}
-	tb_producer_stats st;
-	tb_producer_stats_get(p, &st);
-	t->dropped = tb_producer_error(p, NULL) ? 0 : st.dropped;
-	tb_detach(p);
+	if (p) {
+		tb_producer_stats st;
+		tb_producer_stats_get(p, &st);
+		t->dropped = tb_producer_error(p, NULL) ? 0 : st.dropped;
+		tb_detach(p);
+	}
 	r->eng.p = NULL;
 	return NULL;
 }
@@ -555,7 +586,7 @@ static int run_two_threads(struct run *r, const struct config *c, const char *co
 struct result {
 	uint64_t rate;
 	char metric[NAME_BUF], metric_closed[NAME_BUF], metric_warmup[NAME_BUF];
-	tb_summary open, closed;
+	tb_summary open, closed, service;
 	double achieved, send_rate;
 	uint64_t warmup, late, late_held, late_descheduled, late_busy, unsent, unserved, stalls;
 	uint64_t gaps;
@@ -592,6 +623,7 @@ static void engine_free(struct engine *e)
 {
 	tb_hist_free(&e->open);
 	tb_hist_free(&e->closed_h);
+	tb_hist_free(&e->service);
 	for (size_t i = 0; i < e->nseries; i++)
 		tb_hist_free(&e->series[i]);
 	free(e->series);
@@ -613,6 +645,8 @@ static int engine_init(struct engine *e, const struct config *c)
 	int rc = hist_alloc(&e->open, TB_HIST_DEFAULT_SIG_DIGITS);
 	if (rc == 0)
 		rc = hist_alloc(&e->closed_h, TB_HIST_DEFAULT_SIG_DIGITS);
+	if (rc == 0)
+		rc = hist_alloc(&e->service, TB_HIST_DEFAULT_SIG_DIGITS);
 	for (size_t i = 0; rc == 0 && i < e->nseries; i++)
 		rc = hist_alloc(&e->series[i], SERIES_SIG_DIGITS);
 	return rc;
@@ -692,6 +726,7 @@ static void collect(struct run *r, const struct config *c, struct result *res)
 	const struct engine *e = &r->eng;
 	res->rate = c->rate;
 	tb_summarize(&e->open, &res->open);
+	tb_summarize(&e->service, &res->service);
 	if (c->closed)
 		tb_summarize(&e->closed_h, &res->closed);
 	/* served (sent) per second of the measured window, from its start to the
@@ -752,7 +787,8 @@ static int run_rate(struct run *r, const struct config *c, tb_producer *p, struc
 	r->gen_done = 0;
 	const char *names[3] = {res->metric, res->metric_closed, res->metric_warmup};
 	if (c->engine_cpu < 0) {
-		attach_metrics(&r->eng, p, names);
+		if (p) /* NULL with --record off */
+			attach_metrics(&r->eng, p, names);
 		begin_run(r, c, (int64_t)tb_now(p));
 		run_one_thread(r, p);
 		r->eng.spin = r->gen.spin; /* one thread: one set of gaps */
@@ -889,6 +925,7 @@ static void print_run(const struct result *res, const struct config *c)
 	if (c->closed)
 		print_figures("from send (closed):", &res->closed);
 	print_figures(c->closed ? "from intended (truth):" : "from intended:", &res->open);
+	print_figures("service (done-start):", &res->service);
 	print_late(res, c, count);
 	if (res->stalls)
 		printf("  engine stalls          %" PRIu64 "\n", res->stalls);
@@ -972,11 +1009,15 @@ static void print_sweep(const struct result *res, size_t n, int knee, enum tail 
 
 /* ---- JSON report ---- */
 
+/* The figures of one histogram as JSON members, after "metric" when given. */
 static void json_summary(const char *metric, const tb_summary *s)
 {
-	printf("\"metric\":");
-	tb_cli_json_string(stdout, metric);
-	printf(",\"count\":%" PRId64 ",\"min\":%" PRId64, s->total, s->min);
+	if (metric) {
+		printf("\"metric\":");
+		tb_cli_json_string(stdout, metric);
+		printf(",");
+	}
+	printf("\"count\":%" PRId64 ",\"min\":%" PRId64, s->total, s->min);
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
 		printf(",\"%s\":%" PRId64, tb_summary_keys[p], s->pct[p]);
 	printf(",\"max\":%" PRId64 ",\"insufficient\":[", s->max);
@@ -992,7 +1033,9 @@ static void json_run(const struct result *res, const struct config *c, bool knee
 	printf("{\"offered\":%" PRIu64 ",\"achieved\":%.3f,\"send_rate\":%.3f,", res->rate,
 	       res->achieved, res->send_rate);
 	json_summary(res->metric, &res->open);
-	printf(",\"warmup_count\":%" PRIu64 ",\"late\":%" PRIu64 ",\"late_held\":%" PRIu64
+	printf(",\"service\":{");
+	json_summary(NULL, &res->service);
+	printf("},\"warmup_count\":%" PRIu64 ",\"late\":%" PRIu64 ",\"late_held\":%" PRIu64
 	       ",\"late_busy\":%" PRIu64 ",\"late_descheduled\":%" PRIu64
 	       ",\"max_send_lag_ns\":%" PRId64 ",\"gaps\":%" PRIu64
 	       ",\"stolen_ns\":%" PRId64 ",\"max_gap_ns\":%" PRId64
@@ -1022,7 +1065,8 @@ static void json_run(const struct result *res, const struct config *c, bool knee
 }
 
 struct bus_state {
-	const char *error; /* NULL when recording into the bus */
+	bool off;          /* --record off: the bus is not used at all */
+	const char *error; /* NULL when recording into the bus (or off) */
 	uint64_t dropped;
 	bool no_collector;
 };
@@ -1031,13 +1075,18 @@ static void print_json(const struct result *res, size_t n, const struct config *
 		       enum tail tail, const struct bus_state *b)
 {
 	printf("{\"bus\":");
-	tb_cli_json_string(stdout, c->bus);
+	if (c->bus)
+		tb_cli_json_string(stdout, c->bus);
+	else
+		printf("null");
+	printf(",\"record\":%s", b->off ? "false" : "true");
 	printf(",\"bus_ok\":%s,\"collector\":%s,\"dropped\":%" PRIu64
 	       ",\"mode\":\"%s\",\"arrivals\":\"%s\",\"seed\":%" PRIu64 ",\"service_ns\":%" PRId64
 	       ",\"stall_every_ns\":%" PRId64 ",\"stall_ns\":%" PRId64 ",\"duration_ns\":%" PRId64
 	       ",\"warmup_ns\":%" PRId64 ",\"drain_ns\":%" PRId64 ",\"late_ns\":%" PRId64
 	       ",\"queue\":%" PRIu32 ",\"threads\":%d,\"runs\":[",
-	       b->error ? "false" : "true", b->error || b->no_collector ? "false" : "true",
+	       b->error || b->off ? "false" : "true",
+	       b->error || b->off || b->no_collector ? "false" : "true",
 	       b->dropped, c->closed ? "closed" : "open", c->poisson ? "poisson" : "constant",
 	       c->seed, c->service_ns, c->stall_every_ns, c->stall_ns, c->duration_ns, c->warmup_ns,
 	       c->drain_ns, c->late_ns, c->queue - 1, c->engine_cpu < 0 ? 1 : 2);
@@ -1066,12 +1115,16 @@ static void usage(FILE *out)
 		"         [--poisson] [--warmup W] [--service-ns N] [--stall-every T --stall-ns S]\n"
 		"         [--closed] [--metric NAME] [--seed SEED] [--json] [--cpu C]\n"
 		"         [--engine-cpu E] [--late-ns L] [--queue Q] [--drain X] [--plot DIR]\n"
+		"         [--record on|off]\n"
 		"Open-loop load from intended send times, served by a FIFO engine and recorded\n"
 		"through the bus as <metric> (from intended), <metric>.warmup and, with --closed,\n"
 		"<metric>.closed (from the actual send). D, W, T and X in seconds; N, S and L in\n"
 		"nanoseconds. Defaults: --warmup D/10, --service-ns 0, --metric %s, --seed 1,\n"
 		"--late-ns %d, --queue %d, --drain 2D (at least 1 s). Generator and engine\n"
-		"share one thread (on CPU C) unless --engine-cpu gives the engine its own.\n",
+		"share one thread (on CPU C) unless --engine-cpu gives the engine its own.\n"
+		"The report adds the engine's service time (done minus start of service).\n"
+		"--record off: record nothing into the bus (no tb_attach, no tb_span), all else\n"
+		"the same, to measure the observer effect; --bus is optional then.\n",
 		DEFAULT_METRIC, LATE_NS_DEFAULT, QUEUE_DEFAULT);
 }
 
@@ -1149,6 +1202,11 @@ static bool parse_one(int opt, const char *arg, struct config *c)
 		c->seed = (uint64_t)v;
 		return true;
 	case 'W': return parse_sweep(arg, c);
+	case 'R':
+		if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0)
+			return false;
+		c->record = strcmp(arg, "on") == 0;
+		return true;
 	}
 	return false;
 }
@@ -1156,8 +1214,9 @@ static bool parse_one(int opt, const char *arg, struct config *c)
 /* Checks across options, after the defaults that depend on others. */
 static int check_config(struct config *c)
 {
-	if (!c->bus || (!c->rate && !c->sweep_steps) || !c->duration_ns) {
-		tb_cli_error(VERB, "--bus, --rate (or --sweep) and --duration are required");
+	if ((!c->bus && c->record) || (!c->rate && !c->sweep_steps) || !c->duration_ns) {
+		tb_cli_error(VERB, "--bus (unless --record off), --rate (or --sweep) and --duration "
+			     "are required");
 		usage(stderr);
 		return -EINVAL;
 	}
@@ -1216,7 +1275,8 @@ static int parse(int argc, char **argv, struct config *c)
 		{"json", no_argument, 0, 'j'},		    {"cpu", required_argument, 0, 'c'},
 		{"engine-cpu", required_argument, 0, 'e'},  {"late-ns", required_argument, 0, 'l'},
 		{"queue", required_argument, 0, 'q'},	    {"drain", required_argument, 0, 'D'},
-		{"plot", required_argument, 0, 'p'},	    {"help", no_argument, 0, 'h'},
+		{"plot", required_argument, 0, 'p'},	    {"record", required_argument, 0, 'R'},
+		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0}};
 	int opt, idx = 0;
 	optind = 1;
@@ -1359,10 +1419,14 @@ static void report(const struct config *c, const struct result *res, size_t n,
 	}
 	print_header(c, n);
 	tb_cli_env_line(stdout);
-	printf("bus '%s': %s\n", c->bus,
-	       b->error ? "unavailable, in-process figures only"
-	       : b->dropped ? "EVENTS DROPPED, the log is incomplete"
-			    : "every event recorded");
+	if (b->off)
+		printf("recording off (--record off): nothing sent to the bus, in-process figures "
+		       "only\n");
+	else
+		printf("bus '%s': %s\n", c->bus,
+		       b->error ? "unavailable, in-process figures only"
+		       : b->dropped ? "EVENTS DROPPED, the log is incomplete"
+				    : "every event recorded");
 	if (n > 1) {
 		print_sweep(res, n, knee, tail, c);
 		return;
@@ -1393,7 +1457,7 @@ static bool cpu_allowed(int cpu)
 int tb_cmd_load(int argc, char **argv)
 {
 	struct config c = {.metric = DEFAULT_METRIC, .seed = 1, .late_ns = LATE_NS_DEFAULT,
-			   .queue = QUEUE_DEFAULT, .cpu = -1, .engine_cpu = -1};
+			   .queue = QUEUE_DEFAULT, .cpu = -1, .engine_cpu = -1, .record = true};
 	int rc = parse(argc, argv, &c);
 	if (rc)
 		return rc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
@@ -1407,10 +1471,11 @@ int tb_cmd_load(int argc, char **argv)
 	uint64_t rates[SWEEP_STEPS_MAX];
 	size_t n;
 	sweep_rates(&c, rates, &n);
-	struct bus_state b = {0};
-	tb_producer *p = attach_bus(&c, &b);
+	struct bus_state b = {.off = !c.record};
+	/* with --record off no handle at all: the loop's clock reads take NULL */
+	tb_producer *p = c.record ? attach_bus(&c, &b) : NULL;
 	struct result *res = calloc(n, sizeof(*res));
-	if (!p || !res) {
+	if ((c.record && !p) || !res) {
 		tb_cli_error(VERB, "out of memory");
 		free(res);
 		tb_detach(p);
@@ -1422,9 +1487,11 @@ int tb_cmd_load(int argc, char **argv)
 		tb_cli_error(VERB, "cannot run the engine thread on CPU %d: %s", c.engine_cpu,
 			     strerror(-rc));
 	} else {
-		tb_producer_stats st;
-		tb_producer_stats_get(p, &st);
-		b.dropped = b.error ? 0 : st.dropped + engine_dropped;
+		if (p) {
+			tb_producer_stats st;
+			tb_producer_stats_get(p, &st);
+			b.dropped = b.error ? 0 : st.dropped + engine_dropped;
+		}
 		report(&c, res, n, &b);
 	}
 	bool unfinished = false;
