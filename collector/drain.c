@@ -158,7 +158,7 @@ static void decode(tb_collector *c, uint32_t slot, const tb_event *ev, int64_t n
 	}
 	switch (kind) {
 	case TB_EV_SPAN:
-		latency = field == TB_FIELD_NEGATIVE ? -1 : (int64_t)field;
+		latency = field == TB_FIELD_INVALID ? -1 : (int64_t)field;
 		record(c, slot, metric, latency, at + (latency > 0 ? latency : 0));
 		break;
 	case TB_EV_START: /* a match completes at the parked END's time */

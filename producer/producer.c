@@ -7,8 +7,9 @@
  * consistent: the collector drains a departed producer's ring before it
  * frees the slot.
  *
- * Every failure degrades to a no-op handle whose private ring is always full,
- * so the hot path stays branch-free and every lost event is still counted.
+ * Every failure degrades to a no-op handle whose limit is always reached, so
+ * the hot path needs no test of its own and every lost event is still
+ * counted (tb__full).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,22 +24,38 @@
 
 static void make_noop(tb_producer *p, int error, const char *why)
 {
-	/* a two-entry ring whose producer index is one ahead of its consumer:
-	 * with capacity 2 that is full, so every enqueue fails */
-	ck_ring_init(&p->noop.ring, 2);
-	p->noop.ring.p_tail = 1;
-	p->noop.ring.p_head = 1;
-	p->ring = &p->noop.ring;
-	p->events = p->noop.events;
+	/* head == limit sends every event to tb__full, which drops it */
+	p->head = p->limit = p->head_seen = 0;
+	p->written = 0;
+	p->events = NULL;
+	p->mask = 0;
+	p->ring = NULL;
 	p->shared_dropped = &p->dropped;
 	p->slot = -1;
 	p->error = error;
 	p->why = why;
 }
 
-void tb__dropped(tb_producer *p)
+void tb__full(tb_producer *p, uint64_t w0, uint64_t w1)
 {
+	/* the index is 32 bits: count what was written since the last call
+	 * (at most `mask` events, so it has not wrapped) */
+	p->written += p->head - p->head_seen;
+	p->head_seen = p->head;
+	if (p->ring) {
+		/* acquire: the collector's reads of the slots it gave back are
+		 * done before we write them again */
+		uint32_t cons = __atomic_load_n(&p->ring->c_head, __ATOMIC_ACQUIRE);
+		uint32_t used = p->head - cons;
+		if (used < p->mask) { /* room after all (a bad index reads as full) */
+			p->limit = p->head + (p->mask - used);
+			tb__emit(p, w0, w1);
+			return;
+		}
+	}
 	p->dropped++;
+	/* only this thread writes its slot's counter: relaxed is enough for
+	 * the collector to see it eventually */
 	__atomic_store_n(p->shared_dropped, p->dropped, __ATOMIC_RELAXED);
 }
 
@@ -102,6 +119,11 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 	p->slot = slot;
 	p->ring = tb_seg_ring(seg, (uint32_t)slot);
 	p->events = tb_seg_events(seg, (uint32_t)slot);
+	p->mask = seg->layout.ring_capacity - 1;
+	/* a FREE slot's ring is empty and consistent: start where it stands,
+	 * and learn the room on the first event */
+	p->head = p->head_seen = p->limit = __atomic_load_n(&p->ring->p_tail, __ATOMIC_RELAXED);
+	p->written = 0;
 	p->shared_dropped = &tb_seg_slot(seg, (uint32_t)slot)->dropped;
 	return p;
 }
@@ -130,9 +152,9 @@ tb_metric_t tb_metric(tb_producer *p, const char *name)
 
 void tb_producer_stats_get(const tb_producer *p, tb_producer_stats *st)
 {
-	st->attempted = p->attempted;
+	st->written = p->written + (p->head - p->head_seen);
 	st->dropped = p->dropped;
-	st->written = p->attempted - p->dropped;
+	st->attempted = st->written + st->dropped;
 }
 
 int tb_producer_error(const tb_producer *p, const char **why)

@@ -15,11 +15,17 @@
  * still returns a handle whose recording is a counted no-op (its ring is a
  * private one that is always full), and tb_producer_error() says why.
  *
- * Memory ordering (x86 and ARM alike, via Concurrency Kit): the event is
- * written into the ring slot, then a store fence, then the producer index is
- * published; the collector loads the index with acquire ordering before it
- * reads the slot. The consumer index is loaded without a fence: a stale value
- * can only make the ring look fuller than it is (a drop, never an overwrite).
+ * The ring is a Concurrency Kit SPSC ring (ck_ring_t), written here without
+ * calling ck: the handle keeps the producer index and a limit up to which it
+ * may write without reading the collector's index, so the common path reads
+ * nothing outside this handle and touches no line the collector writes.
+ * Memory ordering: the event is written into its slot, then the producer
+ * index is published with release ordering (a plain store on x86); the
+ * collector loads that index with acquire ordering before it reads the slot
+ * and publishes its own consumer index with release ordering after. Only on
+ * reaching the limit does the producer read the consumer index again; a
+ * stale value can only make the ring look fuller than it is (a drop, never
+ * an overwrite).
  *
  * Times are nanoseconds. tb_now() reads the bus clock (CLOCK_MONOTONIC
  * through the vDSO); callers may pass their own timestamps from one clock
@@ -29,6 +35,7 @@
 #define TAILBUS_PRODUCER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -49,22 +56,26 @@ typedef struct tb_producer_stats {
 	uint64_t dropped;   /* events lost because the ring was full (or no bus) */
 } tb_producer_stats;
 
-/* The handle. The first fields are the hot path's; treat all as private. */
+/* The handle. The first fields are the hot path's and only this thread
+ * touches them; treat all as private. `head` is the ring's producer index;
+ * the ring may be written without looking at the collector's index until
+ * head reaches `limit`, the last consumer index seen plus the ring's usable
+ * capacity. */
 typedef struct tb_producer {
-	ck_ring_t *ring;
-	tb_event *events;
-	uint64_t attempted;
-	uint64_t dropped;
-	uint64_t *shared_dropped; /* the slot's counter, or &dropped when detached */
+	uint32_t head;
+	uint32_t limit;
+	uint32_t mask;    /* slots - 1 */
+	uint32_t head_seen; /* head when tb__full last ran (at most `mask` events ago) */
+	tb_event *events; /* the ring's slots, in shared memory */
 	/* cold */
+	ck_ring_t *ring;          /* the ring's header, just before `events` */
+	uint64_t written;         /* events written up to head_seen */
+	uint64_t dropped;
+	uint64_t *shared_dropped; /* the slot's counter, or &dropped for a no-op handle */
 	void *seg;     /* tb_seg *, NULL for a no-op handle */
 	int32_t slot;  /* -1 for a no-op handle */
 	int error;     /* why the handle is a no-op (negative errno), 0 if live */
 	const char *why;
-	struct {
-		ck_ring_t ring;
-		tb_event events[2];
-	} noop; /* a ring that is always full */
 } tb_producer;
 
 /* Claim a ring on bus `bus` (NULL: $TAILBUS_BUS, else "default") for the
@@ -96,16 +107,31 @@ static inline uint64_t tb_now(const tb_producer *p)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Cold: a full ring. Only this thread writes its slot's counter; a relaxed
- * store is enough for the collector to see it eventually. */
-void tb__dropped(tb_producer *p);
+/* Cold: head reached limit. Reads the collector's index again and writes
+ * the event if there is room after all; else drops it and counts the drop.
+ * Always the case for a no-op handle (limit == head, no ring). */
+void tb__full(tb_producer *p, uint64_t w0, uint64_t w1);
+
+/* The ring's producer index sits at a fixed distance before its slots. */
+#define TB__P_TAIL_FROM_EVENTS \
+	((ptrdiff_t)offsetof(ck_ring_t, p_tail) - (ptrdiff_t)TB_RING_HEADER_SIZE)
 
 static inline void tb__emit(tb_producer *p, uint64_t w0, uint64_t w1)
 {
-	tb_event ev = {w0, w1};
-	p->attempted++;
-	if (TB_UNLIKELY(!ck_ring_enqueue_spsc_tb_event(p->ring, p->events, &ev)))
-		tb__dropped(p);
+	uint32_t h = p->head;
+	if (TB_UNLIKELY(h == p->limit)) {
+		tb__full(p, w0, w1);
+		return;
+	}
+	tb_event *e = &p->events[h & p->mask];
+	e->w0 = w0;
+	e->w1 = w1;
+	h++;
+	p->head = h;
+	/* release: the slot's two words are visible before the index that
+	 * hands them to the collector (on x86 a plain store) */
+	__atomic_store_n((uint32_t *)((char *)p->events + TB__P_TAIL_FROM_EVENTS), h,
+			 __ATOMIC_RELEASE);
 }
 
 static inline uint64_t tb__word0(enum tb_event_kind kind, tb_metric_t m, uint64_t field)
@@ -115,12 +141,12 @@ static inline uint64_t tb__word0(enum tb_event_kind kind, tb_metric_t m, uint64_
 }
 
 /* One request: due at `intended`, finished at `done`. A `done` before
- * `intended` is recorded as 0 and counted by the collector. */
+ * `intended` (or 2^48 ns, 78 hours, or more after it) is invalid: the
+ * collector records it as 0 and counts it as negative. */
 static inline void tb_span(tb_producer *p, tb_metric_t m, uint64_t intended, uint64_t done)
 {
-	uint64_t d = done - intended;
-	d = d > TB_FIELD_MAX ? TB_FIELD_MAX : d;
-	d = done < intended ? TB_FIELD_NEGATIVE : d;
+	uint64_t d = done - intended; /* a negative difference wraps to a huge one */
+	d = d > TB_FIELD_INVALID ? TB_FIELD_INVALID : d;
 	tb__emit(p, tb__word0(TB_EV_SPAN, m, d), intended);
 }
 

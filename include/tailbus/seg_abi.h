@@ -23,7 +23,8 @@
  *
  * Event encoding (two 64-bit words, four events per cache line):
  *   w0 = kind:2 | metric:14 | field:48     w1 = timestamp
- *   SPAN : field = done - intended (TB_FIELD_NEGATIVE if done < intended),
+ *   SPAN : field = done - intended (TB_FIELD_INVALID if done < intended or
+ *          the difference does not fit in 48 bits),
  *          w1 = intended
  *   START: field = request sequence, w1 = intended
  *   END  : field = request sequence, w1 = completion
@@ -53,11 +54,10 @@ enum tb_event_kind { TB_EV_SPAN = 0, TB_EV_START = 1, TB_EV_END = 2, TB_EV_MARK 
 #define TB_MAX_METRICS (1u << TB_METRIC_BITS)
 #define TB_FIELD_MASK ((UINT64_C(1) << TB_METRIC_SHIFT) - 1)
 /* A SPAN whose completion came before its intended time (clock skew, a
- * caller's mistake): recorded as 0 and counted by the collector. */
-#define TB_FIELD_NEGATIVE TB_FIELD_MASK
-/* Largest representable SPAN duration; longer ones saturate here and the
- * collector clamps them to its histogram range (78 hours of ns > 1 hour). */
-#define TB_FIELD_MAX (TB_FIELD_MASK - 1)
+ * caller's mistake) or 78 hours or more after it (2^48 - 1 ns; an unset
+ * intended time): recorded as 0 and counted as negative by the collector.
+ * Valid durations above the histogram's range (1 hour) are clamped there. */
+#define TB_FIELD_INVALID TB_FIELD_MASK
 
 typedef struct tb_event {
 	uint64_t w0;
@@ -166,5 +166,6 @@ static_assert(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 
 
 /* Ring i: ck_ring_t at rings_off + i * ring_stride, events right after it. */
 #define TB_RING_HEADER_SIZE ((sizeof(ck_ring_t) + TB_CACHELINE - 1) / TB_CACHELINE * TB_CACHELINE)
+static_assert(offsetof(ck_ring_t, p_tail) < TB_RING_HEADER_SIZE, "producer index in the ring header");
 
 #endif

@@ -1,0 +1,221 @@
+/* test_producer.c - the producer's hot path against the ring it writes.
+ *
+ * Each test creates a bus with small rings in a private directory, attaches
+ * with tb_attach (the real library), and then plays the collector by hand:
+ * it reads the events straight out of the ring in the segment and moves the
+ * ring's consumer index. What is checked is what the collector relies on:
+ * the slot and index of every event, its two words, an exact count of
+ * written and dropped events (also across the 32-bit wrap of the ring
+ * indices, which a busy thread reaches within minutes), the invalid-span
+ * encoding, and the no-op handle when the bus cannot be reached.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tailbus/producer.h"
+#include "tailbus/segment.h"
+
+#define RING_EVENTS 64u /* usable: 63 */
+#define BUS "test-producer"
+
+struct fixture {
+	char dir[64];
+	tb_seg seg; /* the test's own mapping: the collector's view */
+	tb_producer *p;
+	tb_metric_t m;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/tb-test-producer.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	setenv("TAILBUS_DIR", f->dir, 1);
+	tb_seg_config cfg;
+	tb_seg_config_default(&cfg);
+	cfg.slot_count = 2;
+	cfg.ring_capacity = RING_EVENTS;
+	const char *why = NULL;
+	int rc = tb_seg_open(&f->seg, f->dir, BUS, &cfg, TB_SEG_CREATE, &why);
+	if (rc < 0)
+		fail_msg("cannot create the bus in %s: %s", f->dir, why ? why : strerror(-rc));
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	if (f->p)
+		tb_detach(f->p);
+	tb_seg_close(&f->seg);
+	tb_seg_unlink(f->dir, BUS);
+	rmdir(f->dir);
+	unsetenv("TAILBUS_DIR");
+	free(f);
+	return 0;
+}
+
+static void attach(struct fixture *f)
+{
+	f->p = tb_attach(BUS, "test-thread");
+	assert_non_null(f->p);
+	const char *why = NULL;
+	if (tb_producer_error(f->p, &why) != 0)
+		fail_msg("tb_attach gave a no-op handle: %s", why);
+	f->m = tb_metric(f->p, "orders");
+	assert_int_not_equal(f->m, TB_METRIC_NONE);
+}
+
+static ck_ring_t *ring0(struct fixture *f)
+{
+	return tb_seg_ring(&f->seg, 0);
+}
+
+static void expect_stats(tb_producer *p, uint64_t written, uint64_t dropped)
+{
+	tb_producer_stats st;
+	tb_producer_stats_get(p, &st);
+	assert_int_equal(st.written, written);
+	assert_int_equal(st.dropped, dropped);
+	assert_int_equal(st.attempted, written + dropped);
+}
+
+/* The event at ring index `idx`: a SPAN of metric m with these words. */
+static void expect_span(struct fixture *f, uint32_t idx, uint64_t field, uint64_t intended)
+{
+	const tb_event *ev = &tb_seg_events(&f->seg, 0)[idx & (RING_EVENTS - 1)];
+	assert_int_equal(ev->w0 >> TB_KIND_SHIFT, TB_EV_SPAN);
+	assert_int_equal((ev->w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1), f->m);
+	assert_int_equal(ev->w0 & TB_FIELD_MASK, field);
+	assert_int_equal(ev->w1, intended);
+}
+
+/* Fill the ring, drop the overflow, then make room as the collector would:
+ * the producer writes again only after reading the new consumer index. */
+static void test_fill_drop_refill(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	for (uint64_t i = 0; i < RING_EVENTS + 5; i++)
+		tb_span(f->p, f->m, 1000 + i, 1000 + i + 10 * i);
+	expect_stats(f->p, RING_EVENTS - 1, 6);
+	assert_int_equal(__atomic_load_n(&ring0(f)->p_tail, __ATOMIC_ACQUIRE), RING_EVENTS - 1);
+	for (uint32_t i = 0; i < RING_EVENTS - 1; i++)
+		expect_span(f, i, 10 * i, 1000 + i);
+	/* the slot's shared counter is what the collector reports */
+	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, 0)->dropped, __ATOMIC_RELAXED), 6);
+
+	/* the collector takes 10 events: exactly 10 more fit */
+	__atomic_store_n(&ring0(f)->c_head, 10, __ATOMIC_RELEASE);
+	for (uint64_t i = 0; i < 11; i++)
+		tb_span(f->p, f->m, 5000 + i, 5000 + i + 7);
+	expect_stats(f->p, RING_EVENTS - 1 + 10, 7);
+	for (uint32_t i = 0; i < 10; i++)
+		expect_span(f, RING_EVENTS - 1 + i, 7, 5000 + i);
+	/* what it did not take is untouched */
+	expect_span(f, 10, 100, 1010);
+}
+
+/* A completion before its intended time, or 2^48 ns or more after it, is
+ * sent as the invalid field; anything shorter goes through as it is. */
+static void test_invalid_spans(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	const uint64_t t = UINT64_C(1) << 60;
+	tb_span(f->p, f->m, t, t - 1);                                /* negative */
+	tb_span(f->p, f->m, t, t + (UINT64_C(1) << 48));              /* 78 hours */
+	tb_span(f->p, f->m, t, t + (UINT64_C(1) << 48) - 2);          /* longest valid */
+	tb_span(f->p, f->m, t, t);                                    /* zero */
+	tb_span(f->p, f->m, 0, t);                                    /* unset intended time */
+	expect_stats(f->p, 5, 0);
+	expect_span(f, 0, TB_FIELD_INVALID, t);
+	expect_span(f, 1, TB_FIELD_INVALID, t);
+	expect_span(f, 2, TB_FIELD_INVALID - 1, t);
+	expect_span(f, 3, 0, t);
+	expect_span(f, 4, TB_FIELD_INVALID, 0);
+}
+
+/* The ring indices are 32 bits and wrap; the counts must not. A FREE slot's
+ * ring may stand at any index, so start just below the wrap and let the
+ * "collector" keep up in steps. */
+static void test_index_wrap(void **state)
+{
+	struct fixture *f = *state;
+	const uint32_t start = UINT32_MAX - 100;
+	ring0(f)->c_head = start;
+	ring0(f)->p_tail = start;
+	attach(f);
+	uint64_t sent = 0;
+	for (int round = 0; round < 10; round++) {
+		for (int k = 0; k < 40; k++, sent++)
+			tb_span(f->p, f->m, sent, sent + 3);
+		uint32_t prod = __atomic_load_n(&ring0(f)->p_tail, __ATOMIC_ACQUIRE);
+		assert_int_equal(prod, (uint32_t)(start + sent));
+		expect_span(f, prod - 1, 3, sent - 1);
+		__atomic_store_n(&ring0(f)->c_head, prod, __ATOMIC_RELEASE);
+	}
+	expect_stats(f->p, 400, 0);
+	/* now overflow once past the wrap: 63 fit, the rest are counted */
+	for (int k = 0; k < 70; k++)
+		tb_span(f->p, f->m, 1, 2);
+	expect_stats(f->p, 400 + RING_EVENTS - 1, 70 - (RING_EVENTS - 1));
+}
+
+/* A consumer index the producer cannot have given (more room than the ring
+ * has) is read as a full ring: events are dropped, never written over
+ * unread ones. */
+static void test_bad_consumer_index(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	for (int k = 0; k < (int)RING_EVENTS - 1; k++)
+		tb_span(f->p, f->m, 1, 2);
+	__atomic_store_n(&ring0(f)->c_head, 1000, __ATOMIC_RELEASE); /* ahead of the producer */
+	tb_span(f->p, f->m, 1, 2);
+	tb_span(f->p, f->m, 1, 2);
+	expect_stats(f->p, RING_EVENTS - 1, 2);
+	assert_int_equal(__atomic_load_n(&ring0(f)->p_tail, __ATOMIC_ACQUIRE), RING_EVENTS - 1);
+}
+
+/* No bus: recording is a counted no-op and says why. */
+static void test_noop_handle(void **state)
+{
+	(void)state;
+	tb_producer *p = tb_attach("no/such bus", NULL);
+	assert_non_null(p);
+	const char *why = NULL;
+	assert_true(tb_producer_error(p, &why) < 0);
+	assert_non_null(why);
+	tb_metric_t m = tb_metric(p, "orders");
+	assert_int_equal(m, TB_METRIC_NONE);
+	for (int k = 0; k < 1000; k++)
+		tb_span(p, m, 1, 2);
+	tb_start(p, m, 7, 1);
+	tb_end(p, m, 7, 2);
+	expect_stats(p, 0, 1002);
+	tb_detach(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fill_drop_refill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_spans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_wrap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_consumer_index, setup, teardown),
+		cmocka_unit_test(test_noop_handle),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
