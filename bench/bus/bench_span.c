@@ -55,9 +55,10 @@
 #include "bench_bus.h"
 #include "tailbus/hist.h"
 #include "tailbus/producer.h"
-#include "tailbus/segment.h"
+#include "bench_seg.h"
 
 #define SPAN_BUS "bench-span"
+#define SPAN_THREAD "bench-span"
 /* Precomputed inputs: a power of two (the index wraps with a mask), 96 KiB
  * in all, so input loads are L1/L2 hits and not what is timed. */
 #define SPAN_VALUES 4096
@@ -74,6 +75,9 @@
 struct span_bench {
 	tb_producer *p;
 	tb_metric_t metric;
+	tb_seg seg;     /* our own mapping of the bus, to reach the ring from outside */
+	bool seg_open;
+	ck_ring_t *ring; /* the handle's ring, found in the segment (bench_seg.h) */
 	uint32_t ring_capacity;
 	uint64_t intended[SPAN_VALUES];
 	uint64_t done[SPAN_VALUES];
@@ -163,7 +167,7 @@ static void op_clock_gettime(struct span_bench *b, uint32_t n)
 /* The instantaneous consumer: everything written so far has been read. */
 static void ring_consume_all(struct span_bench *b)
 {
-	ck_ring_t *r = b->p->ring;
+	ck_ring_t *r = b->ring;
 	__atomic_store_n(&r->c_head, __atomic_load_n(&r->p_tail, __ATOMIC_RELAXED),
 			 __ATOMIC_RELEASE);
 }
@@ -220,11 +224,20 @@ static int bench_setup(struct span_bench *b, const char **why)
 		return -1;
 	}
 	setenv("TAILBUS_DIR", b->dir, 1);
-	b->p = tb_attach(SPAN_BUS, "bench-span");
+	b->p = tb_attach(SPAN_BUS, SPAN_THREAD);
 	if (!b->p || tb_producer_error(b->p, why) != 0)
 		return -1;
 	b->metric = tb_metric(b->p, "span");
-	b->ring_capacity = ((tb_seg *)b->p->seg)->layout.ring_capacity;
+	if (bench_seg_open(&b->seg, b->dir, SPAN_BUS, why) < 0)
+		return -1;
+	b->seg_open = true;
+	int slot = bench_seg_own_slot(&b->seg, SPAN_THREAD);
+	if (slot < 0) {
+		*why = "the handle's ring is not in the segment's slot table";
+		return -1;
+	}
+	b->ring = tb_seg_ring(&b->seg, (uint32_t)slot);
+	b->ring_capacity = b->seg.layout.ring_capacity;
 	if (b->ring_capacity <= SPAN_BATCH) {
 		*why = "the ring is not larger than a batch";
 		return -1;
@@ -252,6 +265,8 @@ static void bench_teardown(struct span_bench *b)
 {
 	if (b->p)
 		tb_detach(b->p);
+	if (b->seg_open)
+		tb_seg_close(&b->seg);
 	if (b->dir[0]) {
 		tb_seg_unlink(b->dir, SPAN_BUS);
 		bench_remove_dir(b->dir);
@@ -315,14 +330,17 @@ static struct row measure(struct span_bench *b, const struct op *op, int runs, d
 {
 	double v[BENCH_RUNS_MAX];
 	struct row r;
-	uint64_t dropped = b->p->dropped;
+	tb_producer_stats st;
+	tb_producer_stats_get(b->p, &st);
+	uint64_t dropped = st.dropped;
 	struct bench_sched sched = bench_sched_now();
 	op->prepare(b);
 	time_run(b, op, min_ns, timer_ns, &r.events); /* warm-up */
 	for (int i = 0; i < runs; i++)
 		v[i] = time_run(b, op, min_ns, timer_ns, &r.events);
 	r.f = bench_figures_of(v, runs);
-	r.drops = b->p->dropped - dropped;
+	tb_producer_stats_get(b->p, &st);
+	r.drops = st.dropped - dropped;
 	r.cpu_wait = bench_sched_wait_pct(sched);
 	return r;
 }
