@@ -147,17 +147,53 @@ int tb_v2_encode_inner(const tb_hist *h, uint8_t *buf, size_t cap, size_t *len)
 	return 0;
 }
 
+/* One deflate stream per thread, reset between frames: zlib's state is about
+ * 270 KiB, and allocating it for every frame (what compress2 does) costs
+ * more than compressing a typical interval, because an allocation that size
+ * is a fresh mapping whose pages fault in each time. The output is the same
+ * bytes compress2 makes at that level. */
+static __thread z_stream tls_zs;
+static __thread int tls_zs_level = -2; /* -2: not initialised */
+
+static z_stream *deflater(int level)
+{
+	if (tls_zs_level == -2) {
+		memset(&tls_zs, 0, sizeof(tls_zs));
+		if (deflateInit(&tls_zs, level) != Z_OK)
+			return NULL;
+		tls_zs_level = level;
+		return &tls_zs;
+	}
+	if (deflateReset(&tls_zs) != Z_OK)
+		return NULL;
+	if (level != tls_zs_level) {
+		if (deflateParams(&tls_zs, level, Z_DEFAULT_STRATEGY) != Z_OK)
+			return NULL;
+		tls_zs_level = level;
+	}
+	return &tls_zs;
+}
+
 int tb_v2_compress(const uint8_t *inner, size_t inner_len, int level,
 		   uint8_t *frame, size_t cap, size_t *len)
 {
 	if (cap < TB_V2_FRAME_HEADER_SIZE)
 		return -ENOSPC;
-	uLongf zlen = (uLongf)(cap - TB_V2_FRAME_HEADER_SIZE);
-	int zrc = compress2(frame + TB_V2_FRAME_HEADER_SIZE, &zlen, inner, (uLong)inner_len, level);
-	if (zrc == Z_BUF_ERROR)
-		return -ENOSPC;
-	if (zrc != Z_OK)
+	if (inner_len > UINT32_MAX || cap - TB_V2_FRAME_HEADER_SIZE > UINT32_MAX)
+		return -EINVAL;
+	z_stream *zs = deflater(level);
+	if (!zs)
 		return -EIO;
+	zs->next_in = (Bytef *)(uintptr_t)inner;
+	zs->avail_in = (uInt)inner_len;
+	zs->next_out = frame + TB_V2_FRAME_HEADER_SIZE;
+	zs->avail_out = (uInt)(cap - TB_V2_FRAME_HEADER_SIZE);
+	int zrc = deflate(zs, Z_FINISH);
+	if (zrc == Z_OK || zrc == Z_BUF_ERROR)
+		return -ENOSPC; /* out of room before the end of the stream */
+	if (zrc != Z_STREAM_END)
+		return -EIO;
+	size_t zlen = zs->total_out;
 	put_be32(frame, TB_V2_COMPRESSED_COOKIE);
 	put_be32(frame + 4, (uint32_t)zlen);
 	*len = TB_V2_FRAME_HEADER_SIZE + zlen;
@@ -201,9 +237,23 @@ static int prepare(tb_hist *out, int64_t lowest, int64_t highest, int sig_digits
 	return tb_hist_init(out, lowest, highest, sig_digits);
 }
 
-static int decode_v2_counts(const uint8_t *p, size_t n, tb_hist *h, const char **why)
+/* What a pass over V2 counts found: their sum, the first index above 0 and
+ * the last index holding a non-zero count (-1: none). */
+struct v2_scan {
+	int64_t total;
+	int32_t first;
+	int32_t last;
+};
+
+/* Check V2 counts against a layout of counts_len counters before anything
+ * is written: every word complete, every count and zero run inside the
+ * layout, the sum inside int64_t. The errors, and their order, are those a
+ * decoder writing as it goes would meet. */
+static int scan_v2_counts(const uint8_t *p, size_t n, int32_t counts_len, struct v2_scan *s,
+			  const char **why)
 {
 	int64_t index = 0;
+	*s = (struct v2_scan){0, -1, -1};
 	for (size_t pos = 0; pos < n;) {
 		int64_t v;
 		size_t used = get_zigzag(p + pos, n - pos, &v);
@@ -211,16 +261,67 @@ static int decode_v2_counts(const uint8_t *p, size_t n, tb_hist *h, const char *
 			return fail(why, "counts: truncated LEB128 word", -EINVAL);
 		pos += used;
 		if (v < 0) {
-			if (v < -(int64_t)h->counts_len || index - v > h->counts_len)
+			if (v < -(int64_t)counts_len || index - v > counts_len)
 				return fail(why, "counts: zero run past the counts length", -EINVAL);
 			index -= v;
 			continue;
 		}
-		if (index >= h->counts_len)
+		if (index >= counts_len)
 			return fail(why, "counts: count past the counts length", -EINVAL);
-		if (tb_hist_set_count_at_index(h, (int32_t)index++, v) < 0)
+		if (v > INT64_MAX - s->total)
 			return fail(why, "counts: total passes INT64_MAX", -EINVAL);
+		if (v > 0) {
+			s->total += v;
+			if (index > 0 && s->first < 0)
+				s->first = (int32_t)index;
+			s->last = (int32_t)index;
+		}
+		index++;
 	}
+	return 0;
+}
+
+/* Add counts that scan_v2_counts accepted to `counts`, index for index. */
+static void add_v2_counts(const uint8_t *p, size_t n, int64_t *counts)
+{
+	int64_t index = 0;
+	for (size_t pos = 0; pos < n;) {
+		int64_t v;
+		pos += get_zigzag(p + pos, n - pos, &v);
+		if (v < 0)
+			index -= v;
+		else
+			counts[index++] += v;
+	}
+}
+
+/* Widen h's recorded extremes to the values a scan found counts for, as
+ * recording those values would (min_raw tracks non-zero values only). */
+static void note_scan(tb_hist *h, const struct v2_scan *s)
+{
+	if (s->last < 0)
+		return;
+	int64_t max = tb_hist_value_at_index(h, s->last);
+	if (max > h->max_raw)
+		h->max_raw = max;
+	if (s->first >= 0) {
+		int64_t min = tb_hist_value_at_index(h, s->first);
+		if (h->min_raw == 0 || min < h->min_raw)
+			h->min_raw = min;
+	}
+}
+
+/* Into an empty histogram: check the whole stream first, then write, so a
+ * malformed stream leaves nothing behind. */
+static int decode_v2_counts(const uint8_t *p, size_t n, tb_hist *h, const char **why)
+{
+	struct v2_scan s;
+	int rc = scan_v2_counts(p, n, h->counts_len, &s, why);
+	if (rc < 0)
+		return rc;
+	add_v2_counts(p, n, h->counts);
+	h->total = s.total;
+	note_scan(h, &s);
 	return 0;
 }
 
@@ -250,40 +351,61 @@ static size_t v1_word_size(uint32_t cookie)
 	return ((cookie & 0xf0) >> 4) & 0xe;
 }
 
-int tb_v2_decode_inner(const uint8_t *buf, size_t len, tb_hist *out, const char **why)
+/* An inner buffer's header, checked. */
+struct inner_header {
+	uint32_t base; /* the cookie without its version bits */
+	uint32_t payload_len;
+	int32_t sig;
+	int32_t counts_len;
+	int64_t lowest, highest;
+	uint64_t ratio_bits;
+	size_t word; /* bytes per count; TB_V2_MAX_WORD_SIZE (at most) for V2 */
+};
+
+static int parse_inner_header(const uint8_t *buf, size_t len, struct inner_header *hd,
+			      const char **why)
 {
 	if (len < TB_V2_HEADER_SIZE)
 		return fail(why, "header: shorter than 40 bytes", -EINVAL);
 	uint32_t cookie = get_be32(buf);
-	uint32_t base = COOKIE_BASE(cookie);
-	if (base == V0_INNER_BASE)
+	hd->base = COOKIE_BASE(cookie);
+	if (hd->base == V0_INNER_BASE)
 		return fail(why, "cookie: V0 encoding is not supported", -ENOTSUP);
-	if (base != V2_INNER_BASE && base != V1_INNER_BASE)
+	if (hd->base != V2_INNER_BASE && hd->base != V1_INNER_BASE)
 		return fail(why, "cookie: not an HdrHistogram encoding cookie", -EINVAL);
-	uint32_t payload_len = get_be32(buf + 4);
+	hd->payload_len = get_be32(buf + 4);
 	if (get_be32(buf + 8) != 0)
 		return fail(why, "normalizing index offset: non-zero offsets are not supported", -ENOTSUP);
-	int32_t sig = (int32_t)get_be32(buf + 12);
-	int64_t lowest = (int64_t)get_be64(buf + 16);
-	int64_t highest = (int64_t)get_be64(buf + 24);
-	uint64_t ratio_bits = get_be64(buf + 32);
-	if (payload_len != len - TB_V2_HEADER_SIZE)
+	hd->sig = (int32_t)get_be32(buf + 12);
+	hd->lowest = (int64_t)get_be64(buf + 16);
+	hd->highest = (int64_t)get_be64(buf + 24);
+	hd->ratio_bits = get_be64(buf + 32);
+	if (hd->payload_len != len - TB_V2_HEADER_SIZE)
 		return fail(why, "payload length: does not match the bytes present", -EINVAL);
-	if (tb_hist_counts_len(lowest, highest, sig) < 0)
+	hd->counts_len = tb_hist_counts_len(hd->lowest, hd->highest, hd->sig);
+	if (hd->counts_len < 0)
 		return fail(why, "layout: significant digits, lowest or highest value out of range", -EINVAL);
-	size_t word = base == V2_INNER_BASE ? TB_V2_MAX_WORD_SIZE : v1_word_size(cookie);
-	if (word != TB_V2_MAX_WORD_SIZE && word != 2 && word != 4 && word != 8)
+	hd->word = hd->base == V2_INNER_BASE ? TB_V2_MAX_WORD_SIZE : v1_word_size(cookie);
+	if (hd->word != TB_V2_MAX_WORD_SIZE && hd->word != 2 && hd->word != 4 && hd->word != 8)
 		return fail(why, "cookie: bad V1 word size", -EINVAL);
 	/* a count needs at least one byte: cheap check before a large allocation */
-	int32_t counts_len = tb_hist_counts_len(lowest, highest, sig);
-	if (payload_len > (uint64_t)word * (uint64_t)counts_len)
+	if (hd->payload_len > (uint64_t)hd->word * (uint64_t)hd->counts_len)
 		return fail(why, "payload length: larger than the layout can hold", -EINVAL);
-	if (prepare(out, lowest, highest, sig) < 0)
+	return 0;
+}
+
+int tb_v2_decode_inner(const uint8_t *buf, size_t len, tb_hist *out, const char **why)
+{
+	struct inner_header hd;
+	int rc = parse_inner_header(buf, len, &hd, why);
+	if (rc < 0)
+		return rc;
+	if (prepare(out, hd.lowest, hd.highest, hd.sig) < 0)
 		return fail(why, "out of memory", -ENOMEM);
-	memcpy(&out->conversion_ratio, &ratio_bits, sizeof(ratio_bits));
+	memcpy(&out->conversion_ratio, &hd.ratio_bits, sizeof(hd.ratio_bits));
 	const uint8_t *counts = buf + TB_V2_HEADER_SIZE;
-	int rc = base == V2_INNER_BASE ? decode_v2_counts(counts, payload_len, out, why)
-				       : decode_fixed_counts(counts, payload_len, word, out, why);
+	rc = hd.base == V2_INNER_BASE ? decode_v2_counts(counts, hd.payload_len, out, why)
+				      : decode_fixed_counts(counts, hd.payload_len, hd.word, out, why);
 	if (rc < 0)
 		tb_hist_reset(out);
 	return rc;
@@ -361,7 +483,10 @@ static int inflate_inner(const uint8_t *z, size_t zlen, uint8_t **inner, size_t 
 	return 0;
 }
 
-int tb_v2_decode(const uint8_t *frame, size_t len, tb_hist *out, const char **why)
+/* The inner buffer of a compressed frame (malloc'd; the caller frees it),
+ * its cookie checked against the frame's. */
+static int inflate_frame(const uint8_t *frame, size_t len, uint8_t **inner, size_t *inner_len,
+			 const char **why)
 {
 	if (len < TB_V2_FRAME_HEADER_SIZE)
 		return fail(why, "frame: shorter than its 8-byte header", -EINVAL);
@@ -373,21 +498,32 @@ int tb_v2_decode(const uint8_t *frame, size_t len, tb_hist *out, const char **wh
 	uint32_t zlen = get_be32(frame + 4);
 	if (zlen > len - TB_V2_FRAME_HEADER_SIZE)
 		return fail(why, "frame: zlib length is larger than the input", -EINVAL);
-	uint8_t *inner;
-	size_t inner_len;
-	int rc = inflate_inner(frame + TB_V2_FRAME_HEADER_SIZE, zlen, &inner, &inner_len, why);
+	int rc = inflate_inner(frame + TB_V2_FRAME_HEADER_SIZE, zlen, inner, inner_len, why);
 	if (rc < 0)
 		return rc;
-	uint32_t inner_base = COOKIE_BASE(get_be32(inner));
-	if ((base == V2_COMPRESSED_BASE) != (inner_base == V2_INNER_BASE))
-		rc = fail(why, "cookie: inner encoding does not match the frame", -EINVAL);
-	else
-		rc = tb_v2_decode_inner(inner, inner_len, out, why);
+	uint32_t inner_base = COOKIE_BASE(get_be32(*inner));
+	if ((base == V2_COMPRESSED_BASE) != (inner_base == V2_INNER_BASE)) {
+		free(*inner);
+		return fail(why, "cookie: inner encoding does not match the frame", -EINVAL);
+	}
+	return 0;
+}
+
+int tb_v2_decode(const uint8_t *frame, size_t len, tb_hist *out, const char **why)
+{
+	uint8_t *inner;
+	size_t inner_len;
+	int rc = inflate_frame(frame, len, &inner, &inner_len, why);
+	if (rc < 0)
+		return rc;
+	rc = tb_v2_decode_inner(inner, inner_len, out, why);
 	free(inner);
 	return rc;
 }
 
-int tb_v2_decode_base64(const char *text, size_t n, tb_hist *out, const char **why)
+/* The inner buffer of a base64 payload (malloc'd; the caller frees it). */
+static int inflate_base64(const char *text, size_t n, uint8_t **inner, size_t *inner_len,
+			  const char **why)
 {
 	size_t cap = tb_base64_decoded_bound(n);
 	uint8_t *frame = malloc(cap ? cap : 1);
@@ -398,7 +534,82 @@ int tb_v2_decode_base64(const char *text, size_t n, tb_hist *out, const char **w
 	if (rc < 0)
 		rc = fail(why, "base64: not valid base64 text", -EINVAL);
 	else
-		rc = tb_v2_decode(frame, len, out, why);
+		rc = inflate_frame(frame, len, inner, inner_len, why);
 	free(frame);
+	return rc;
+}
+
+int tb_v2_decode_base64(const char *text, size_t n, tb_hist *out, const char **why)
+{
+	uint8_t *inner;
+	size_t inner_len;
+	int rc = inflate_base64(text, n, &inner, &inner_len, why);
+	if (rc < 0)
+		return rc;
+	rc = tb_v2_decode_inner(inner, inner_len, out, why);
+	free(inner);
+	return rc;
+}
+
+int tb_v2_check_base64(const char *text, size_t n, const char **why)
+{
+	uint8_t *inner;
+	size_t inner_len;
+	int rc = inflate_base64(text, n, &inner, &inner_len, why);
+	if (rc < 0)
+		return rc;
+	struct inner_header hd;
+	struct v2_scan s;
+	rc = parse_inner_header(inner, inner_len, &hd, why);
+	if (rc == 0 && hd.base == V2_INNER_BASE) {
+		rc = scan_v2_counts(inner + TB_V2_HEADER_SIZE, hd.payload_len, hd.counts_len, &s, why);
+	} else if (rc == 0) {
+		/* V1 (fixed-width counts) is rare enough to be checked by decoding it */
+		tb_hist scratch = {0};
+		rc = tb_v2_decode_inner(inner, inner_len, &scratch, why);
+		tb_hist_free(&scratch);
+	}
+	free(inner);
+	return rc;
+}
+
+/* Add scanned V2 counts to dst, growing it first as tb_hist_add_growing
+ * would for a histogram holding them. */
+static int add_scanned(tb_hist *dst, const uint8_t *p, size_t n, const struct v2_scan *s)
+{
+	if (s->total > INT64_MAX - dst->total)
+		return -EOVERFLOW;
+	if (s->last >= 0) {
+		int64_t max = tb_hist_highest_equivalent(dst, tb_hist_value_at_index(dst, s->last));
+		int rc = tb_hist_grow(dst, max);
+		if (rc < 0)
+			return rc;
+	}
+	add_v2_counts(p, n, dst->counts);
+	dst->total += s->total;
+	note_scan(dst, s);
+	return 0;
+}
+
+int tb_v2_decode_base64_add(const char *text, size_t n, tb_hist *dst, const char **why)
+{
+	uint8_t *inner;
+	size_t inner_len;
+	int rc = inflate_base64(text, n, &inner, &inner_len, why);
+	if (rc < 0)
+		return rc;
+	struct inner_header hd;
+	struct v2_scan s;
+	const uint8_t *counts = inner + TB_V2_HEADER_SIZE;
+	rc = parse_inner_header(inner, inner_len, &hd, why);
+	/* indices mean the same values only for the same L and S */
+	if (rc == 0 && (hd.base != V2_INNER_BASE || hd.lowest != dst->lowest ||
+			hd.sig != dst->sig_digits))
+		rc = -ERANGE;
+	if (rc == 0)
+		rc = scan_v2_counts(counts, hd.payload_len, hd.counts_len, &s, why);
+	if (rc == 0)
+		rc = add_scanned(dst, counts, hd.payload_len, &s);
+	free(inner);
 	return rc;
 }
