@@ -72,7 +72,7 @@ static size_t put_zigzag(uint8_t *p, int64_t value)
 }
 
 /* Returns bytes consumed, or 0 when the word is truncated. */
-static size_t get_zigzag(const uint8_t *p, size_t avail, int64_t *out)
+static size_t get_zigzag_long(const uint8_t *p, size_t avail, int64_t *out)
 {
 	uint64_t v = 0;
 	size_t n = 0;
@@ -89,6 +89,25 @@ static size_t get_zigzag(const uint8_t *p, size_t avail, int64_t *out)
 		n++;
 		if (!(b & 0x80))
 			break;
+	}
+	*out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+	return n;
+}
+
+/* Most words of a latency histogram are one byte (counts under 64, zero
+ * runs under 64) or two: decode those inline, the rest out of line. */
+static inline size_t get_zigzag(const uint8_t *p, size_t avail, int64_t *out)
+{
+	uint64_t v;
+	size_t n;
+	if (avail >= 1 && p[0] < 0x80) {
+		v = p[0];
+		n = 1;
+	} else if (avail >= 2 && p[1] < 0x80) {
+		v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		n = 2;
+	} else {
+		return get_zigzag_long(p, avail, out);
 	}
 	*out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 	return n;

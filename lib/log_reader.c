@@ -11,6 +11,10 @@
  * StartTime), otherwise absolute (base = 0); with no StartTime line the first
  * timestamp is the start.
  *
+ * With defer_payload the payload is only located, not decoded: a caller that
+ * merges a few tags of a long log decodes just those lines, straight into its
+ * merge (tb_v2_decode_base64_add), and vets the rest.
+ *
  * A malformed line never ends the read: the reader records its number and the
  * field at fault, skips it and returns -EINVAL; the next call reads on. Input
  * is untrusted: every field is bounded and checked before use.
@@ -162,7 +166,12 @@ static int data_line(tb_log_reader *r, span s, tb_log_entry *e)
 	if (v[1] < 0)
 		return reject(r, -EINVAL, "interval length is negative");
 	const char *why = "unknown";
-	rc = tb_v2_decode_base64(f[3].p, f[3].n, &e->hist, &why);
+	e->payload = f[3].p;
+	e->payload_len = f[3].n;
+	if (!r->defer_payload)
+		rc = tb_v2_decode_base64(f[3].p, f[3].n, &e->hist, &why);
+	else if (!r->have_start || !r->have_base) /* a bad line must not set the clock */
+		rc = tb_v2_check_base64(f[3].p, f[3].n, &why);
 	if (rc < 0)
 		return reject(r, rc, "histogram payload: %s", why);
 	if (!r->have_start) {

@@ -336,6 +336,106 @@ static void decoder_reuses_a_histogram_of_the_same_layout(void **state)
 	tb_hist_free(&h);
 }
 
+/* encode h as base64 into b (buffers_for(h) done by the caller) */
+static size_t encode_b64(const tb_hist *h, struct buffers *b)
+{
+	size_t len;
+	assert_int_equal(tb_v2_encode_base64(h, TB_V2_DEFAULT_LEVEL, b->b64, b->b64_cap, &len,
+					     b->scratch, b->scratch_cap), 0);
+	return len;
+}
+
+static void assert_same_hist(const tb_hist *a, const tb_hist *b)
+{
+	assert_true(tb_hist_same_layout(a, b));
+	assert_int_equal(a->counts_len, b->counts_len);
+	assert_int_equal(a->bucket_count, b->bucket_count);
+	assert_memory_equal(a->counts, b->counts, (size_t)a->counts_len * sizeof(int64_t));
+	assert_int_equal(a->total, b->total);
+	assert_int_equal(a->min_raw, b->min_raw);
+	assert_int_equal(a->max_raw, b->max_raw);
+}
+
+/* replay's merge: adding payloads straight into the merge histogram must give
+ * what decoding each one and tb_hist_add_growing give, growth included. */
+static void decode_add_equals_decode_then_add_growing(void **state)
+{
+	(void)state;
+	uint64_t seed = 77;
+	tb_hist direct, via, one;
+	memset(&one, 0, sizeof(one));
+	assert_int_equal(tb_hist_init(&direct, 1, 1000000, 3), 0);
+	assert_int_equal(tb_hist_init(&via, 1, 1000000, 3), 0);
+	for (int round = 0; round < 30; round++) {
+		tb_hist h;
+		/* later rounds reach past the merge's highest value: it must grow */
+		assert_int_equal(tb_hist_init(&h, 1, HOUR_NS, 3), 0);
+		int n = (int)(rng_next(&seed) % 3000);
+		for (int i = 0; i < n; i++) {
+			int shift = (int)(rng_next(&seed) % (10 + round));
+			tb_hist_record_n(&h, (int64_t)(rng_next(&seed) >> (63 - shift)),
+					 (int64_t)(rng_next(&seed) % 4));
+		}
+		if (round % 7 == 0)
+			tb_hist_record_n(&h, 0, 3); /* zeros: index 0, not a minimum */
+		struct buffers b;
+		buffers_for(&b, &h);
+		size_t len = encode_b64(&h, &b);
+		const char *why = NULL;
+		assert_int_equal(tb_v2_decode_base64_add(b.b64, len, &direct, &why), 0);
+		assert_int_equal(tb_v2_decode_base64(b.b64, len, &one, &why), 0);
+		assert_int_equal(tb_hist_add_growing(&via, &one), 0);
+		assert_same_hist(&direct, &via);
+		assert_int_equal(tb_v2_check_base64(b.b64, len, &why), 0);
+		buffers_free(&b);
+		tb_hist_free(&h);
+	}
+	tb_hist_free(&direct);
+	tb_hist_free(&via);
+	tb_hist_free(&one);
+}
+
+/* A payload of another layout is left to the caller; a malformed one or one
+ * that would overflow the total adds nothing. */
+static void decode_add_refuses_without_touching_the_merge(void **state)
+{
+	(void)state;
+	tb_hist merge, other, before;
+	const char *why = NULL;
+	make_raw(&merge);
+	make_raw(&before);
+	assert_int_equal(tb_hist_init(&other, 1, RAW_H, 2), 0);
+	tb_hist_record(&other, 5);
+	struct buffers b;
+	buffers_for(&b, &other);
+	size_t len = encode_b64(&other, &b);
+	assert_int_equal(tb_v2_decode_base64_add(b.b64, len, &merge, &why), -ERANGE);
+	assert_same_hist(&merge, &before);
+	/* the golden inner buffer with its last count word cut short */
+	uint8_t inner[sizeof(golden_inner)], frame[256];
+	char text[512];
+	memcpy(inner, golden_inner, sizeof(inner));
+	inner[sizeof(inner) - 2] |= 0x80; /* "97 88 02" now runs on into the last byte, */
+	inner[sizeof(inner) - 1] = 0x82;  /* which runs on past the end */
+	size_t flen, tlen;
+	assert_int_equal(tb_v2_compress(inner, sizeof(inner), 6, frame, sizeof(frame), &flen), 0);
+	assert_int_equal(tb_base64_encode(frame, flen, text, sizeof(text), &tlen), 0);
+	assert_int_equal(tb_v2_decode_base64_add(text, tlen, &merge, &why), -EINVAL);
+	assert_string_equal(why, "counts: truncated LEB128 word");
+	assert_int_equal(tb_v2_check_base64(text, tlen, &why), -EINVAL);
+	assert_string_equal(why, "counts: truncated LEB128 word");
+	assert_same_hist(&merge, &before);
+	merge.total = INT64_MAX - 5; /* the golden payload's 10001 samples do not fit */
+	assert_int_equal(tb_v2_decode_base64_add(golden_b64, strlen(golden_b64), &merge, &why),
+			 -EOVERFLOW);
+	merge.total = before.total;
+	assert_same_hist(&merge, &before);
+	buffers_free(&b);
+	tb_hist_free(&merge);
+	tb_hist_free(&before);
+	tb_hist_free(&other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +449,8 @@ int main(void)
 		cmocka_unit_test(decoder_rejects_bad_frames),
 		cmocka_unit_test(base64_round_trips_every_length),
 		cmocka_unit_test(decoder_reuses_a_histogram_of_the_same_layout),
+		cmocka_unit_test(decode_add_equals_decode_then_add_growing),
+		cmocka_unit_test(decode_add_refuses_without_touching_the_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

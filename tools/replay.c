@@ -217,19 +217,6 @@ static int keep_line(struct state *st, size_t tag, const tb_log_entry *e, const 
 	return 0;
 }
 
-/* The payload is the last field of the line that ends just before r->pos. */
-static void last_field(const tb_log_reader *r, const char **p, size_t *n)
-{
-	size_t end = r->pos;
-	while (end > 0 && (r->text[end - 1] == '\n' || r->text[end - 1] == '\r'))
-		end--;
-	size_t from = end;
-	while (from > 0 && r->text[from - 1] != ',')
-		from--;
-	*p = r->text + from;
-	*n = end - from;
-}
-
 /* ---- coordinated-omission correction ---- */
 
 static bool closed_loop_tag(const char *tag)
@@ -310,20 +297,31 @@ static int add_row(struct state *st, size_t tag, const tb_hist *h, const tb_log_
 	return 0;
 }
 
+/* Per-interval rows feed the warm-up rule, --series and the plots only. */
+static bool rows_needed(const struct state *st)
+{
+	return st->opt.warmup != WARMUP_NONE || st->opt.series || st->opt.plot_dir;
+}
+
 static bool selected(const struct state *st, const tb_log_entry *e)
 {
 	return (!st->opt.tag || !strcmp(st->opt.tag, e->tag)) && e->offset_sec >= st->opt.start &&
 	       e->offset_sec <= st->opt.end;
 }
 
-/* 0, or a negative errno; *merged_err tells a merge failure (reported in the
- * pass that merges) from the others (reported in the first pass). */
-static int take_entry(struct state *st, struct file *f, const tb_log_reader *r,
-		      const tb_log_entry *e, enum pass pass, bool *merge_err)
+/* An interval merged into tag t: counted, and kept for --output-log. */
+static int merged(struct state *st, struct tag_acc *t, size_t index, const tb_log_entry *e)
 {
-	*merge_err = false;
-	if (!selected(st, e))
-		return 0;
+	t->intervals++;
+	return st->opt.output_log ? keep_line(st, index, e, e->payload, e->payload_len) : 0;
+}
+
+/* A selected line with e->hist decoded: 0, or a negative errno; *merge_err
+ * tells a merge failure (reported in the pass that merges) from the others
+ * (reported in the first pass). */
+static int take_entry(struct state *st, struct file *f, const tb_log_entry *e, enum pass pass,
+		      bool *merge_err)
+{
 	if (st->opt.co_interval && f->open_loop && !closed_loop_tag(e->tag)) {
 		if (!f->refused)
 			snprintf(f->refused_tag, sizeof(f->refused_tag), "%s", e->tag);
@@ -344,7 +342,7 @@ static int take_entry(struct state *st, struct file *f, const tb_log_reader *r,
 	if (pass == PASS_STEADY) {
 		if (st->next_row >= st->nrows || st->rows[st->next_row++].f.warmup)
 			return 0;
-	} else if ((rc = add_row(st, index, h, e)) < 0) {
+	} else if (rows_needed(st) && (rc = add_row(st, index, h, e)) < 0) {
 		return rc;
 	}
 	if (pass == PASS_ROWS)
@@ -352,14 +350,45 @@ static int take_entry(struct state *st, struct file *f, const tb_log_reader *r,
 	*merge_err = true;
 	if ((rc = tb_hist_add_growing(&t->merged, h)) < 0)
 		return rc;
-	t->intervals++;
-	if (st->opt.output_log) {
-		const char *payload;
-		size_t n;
-		last_field(r, &payload, &n);
-		return keep_line(st, index, e, payload, n);
+	return merged(st, t, index, e);
+}
+
+/* The reader leaves payloads to us (defer_payload). A line outside the
+ * selection is only vetted (its errors are reported all the same); a
+ * selected one of a tag already met is added straight into the tag's merge
+ * when nothing else needs its histogram, which spares a histogram's worth
+ * of counters per line; any other is decoded and taken whole. 0, or a
+ * negative errno: *bad_payload marks a malformed payload (*why says how),
+ * *merge_err a merge failure. */
+static int take_line(struct state *st, struct file *f, tb_log_entry *e, enum pass pass,
+		     bool *bad_payload, bool *merge_err, const char **why)
+{
+	*bad_payload = *merge_err = false;
+	int rc;
+	if (!selected(st, e)) {
+		/* the second pass reads the same lines: vetted already */
+		rc = pass == PASS_STEADY ? 0 : tb_v2_check_base64(e->payload, e->payload_len, why);
+		*bad_payload = rc < 0 && rc != -ENOMEM;
+		return rc;
 	}
-	return 0;
+	size_t index;
+	bool direct = pass == PASS_ONE && !st->opt.co_interval && !rows_needed(st);
+	struct tag_acc *t = direct ? find_tag(st, e->tag, NULL, &index) : NULL;
+	if (t) {
+		rc = tb_v2_decode_base64_add(e->payload, e->payload_len, &t->merged, why);
+		if (rc != -ERANGE) {
+			f->used |= rc == 0 || rc == -EOVERFLOW;
+			*merge_err = rc == -EOVERFLOW;
+			*bad_payload = rc < 0 && rc != -EOVERFLOW && rc != -ENOMEM;
+			return rc == 0 ? merged(st, t, index, e) : rc;
+		}
+	}
+	rc = tb_v2_decode_base64(e->payload, e->payload_len, &e->hist, why);
+	if (rc < 0) {
+		*bad_payload = rc != -ENOMEM;
+		return rc;
+	}
+	return take_entry(st, f, e, pass, merge_err);
 }
 
 static void take_error(struct state *st, const struct file *f, const tb_log_entry *e, int rc)
@@ -385,6 +414,7 @@ static void scan_file(struct state *st, struct file *f, enum pass pass)
 	tb_log_entry e;
 	memset(&e, 0, sizeof(e));
 	tb_log_reader_init(&r, f->text, f->len);
+	r.defer_payload = true;
 	bool first_pass = pass != PASS_STEADY;
 	int rc;
 	while ((rc = tb_log_reader_next(&r, &e)) != 0) {
@@ -400,12 +430,21 @@ static void scan_file(struct state *st, struct file *f, enum pass pass)
 			}
 			continue;
 		}
-		bool merge_err;
-		int taken = take_entry(st, f, &r, &e, pass, &merge_err);
+		bool bad_payload, merge_err;
+		const char *why = "unknown";
+		int taken = take_line(st, f, &e, pass, &bad_payload, &merge_err, &why);
 		if (taken == -ENOMEM) {
 			tb_cli_error(VERB, "%s: out of memory", f->path);
 			st->status = TB_EXIT_INPUT;
 			break;
+		}
+		if (bad_payload) {
+			/* what the reader says of a line it decodes itself */
+			if (first_pass) {
+				tb_cli_error(VERB, "%s: line %zu: histogram payload: %s", f->path, r.line, why);
+				st->status = TB_EXIT_INPUT;
+			}
+			continue;
 		}
 		if (taken < 0 && (first_pass || merge_err))
 			take_error(st, f, &e, taken);

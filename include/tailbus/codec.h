@@ -64,6 +64,18 @@ int tb_v2_decode_inner(const uint8_t *buf, size_t len, tb_hist *out, const char 
 int tb_v2_decode(const uint8_t *frame, size_t len, tb_hist *out, const char **why);
 /* base64 text -> histogram, as found in a log line. */
 int tb_v2_decode_base64(const char *text, size_t n, tb_hist *out, const char **why);
+/* Check base64 text as tb_v2_decode_base64 would (the same errors and *why)
+ * without keeping the counts: for a log line a reader must vet but does not
+ * use. Returns 0, -EINVAL, -ENOTSUP or -ENOMEM. */
+int tb_v2_check_base64(const char *text, size_t n, const char **why);
+/* Add the counts of base64 text to `dst`, an initialised histogram: the
+ * result is that of tb_v2_decode_base64 followed by tb_hist_add_growing,
+ * without the histogram in between (replay merges a day of lines this way).
+ * Only for a V2 payload with dst's lowest value and significant digits;
+ * another returns -ERANGE and adds nothing (decode it and add instead).
+ * Nothing is added either when the text is malformed (-EINVAL or -ENOTSUP,
+ * with *why) or would take dst's total past INT64_MAX (-EOVERFLOW). */
+int tb_v2_decode_base64_add(const char *text, size_t n, tb_hist *dst, const char **why);
 
 #ifdef __cplusplus
 }

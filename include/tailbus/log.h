@@ -93,6 +93,8 @@ typedef struct tb_log_entry {
 	double length_sec;
 	double max_field;
 	tb_hist hist; /* decoded; owned by the entry, reused between calls */
+	const char *payload; /* the base64 field, inside the reader's text */
+	size_t payload_len;
 } tb_log_entry;
 
 typedef struct tb_log_reader {
@@ -108,6 +110,10 @@ typedef struct tb_log_reader {
 	size_t err_line;
 	char err[TB_LOG_ERR_MAX];
 	size_t bad_lines;
+	/* Set by the caller after init: leave each payload to the caller
+	 * (e->hist is then not decoded; e->payload is), who decodes only the
+	 * lines it uses and must vet the others (tb_v2_check_base64). */
+	bool defer_payload;
 } tb_log_reader;
 
 void tb_log_reader_init(tb_log_reader *r, const char *text, size_t len);
