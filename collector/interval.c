@@ -60,8 +60,8 @@ static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t len
 	tb_live_metric *lm = tb_seg_live(&c->seg, m);
 	uint32_t k = lm->count == 0 ? 0 : (lm->newest + 1) % c->seg.layout.live_intervals;
 	tb_live_interval *li = tb_seg_live_interval(&c->seg, m, k);
-	tb_summary s;
-	tb_summarize(&c->merged, &s);
+	int64_t pct[TB_SUMMARY_PERCENTILES]; /* one walk; the live area keeps no mean */
+	tb_hist_values_at_percentiles(&c->merged, tb_summary_levels, TB_SUMMARY_PERCENTILES, pct);
 	bool fits = frame && frame_len <= c->seg.layout.live_hist_bytes;
 	uint64_t seq = lm->seq;
 	/* odd while writing; the fence orders that store before the data */
@@ -69,14 +69,14 @@ static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t len
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	li->start_ns = start;
 	li->length_ns = length;
-	li->count = s.total;
-	li->min = s.min;
-	li->max = s.max;
-	li->p50 = s.pct[0];
-	li->p90 = s.pct[1];
-	li->p99 = s.pct[2];
-	li->p999 = s.pct[3];
-	li->p9999 = s.pct[4];
+	li->count = tb_hist_total(&c->merged);
+	li->min = tb_hist_min(&c->merged);
+	li->max = tb_hist_max(&c->merged);
+	li->p50 = pct[0];
+	li->p90 = pct[1];
+	li->p99 = pct[2];
+	li->p999 = pct[3];
+	li->p9999 = pct[4];
 	li->dropped = bus_drops;
 	li->hist_len = fits ? (uint32_t)frame_len : 0;
 	if (fits)
@@ -112,13 +112,14 @@ static int sidecar_row(tb_growbuf *b, double start, const char *scope, const cha
 	return 0;
 }
 
-/* Merge metric m's series into c->merged. */
+/* Move metric m's series into c->merged: their closed halves are left
+ * empty for the interval after next, in the same pass. */
 static void merge_metric(tb_collector *c, uint16_t m)
 {
 	tb_hist_reset(&c->merged);
 	for (uint32_t k = 0; k < c->nseries; k++) {
 		if (c->series[k].metric == m)
-			tb_hist_add(&c->merged, &c->series[k].hist[c->cur]);
+			tb_hist_move(&c->merged, &c->series[k].hist[c->cur]);
 	}
 }
 
@@ -223,9 +224,12 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 		rc = tb_writer_append_log(c->writer, c->log.p, c->log.len);
 	if (rc == 0)
 		rc = tb_writer_end_interval(c->writer);
-	/* the closed half becomes the next interval's */
-	for (uint32_t k = 0; k < c->nseries; k++)
-		tb_hist_reset(&c->series[k].hist[c->cur]);
+	/* the closed half becomes the next interval's (merge_metric emptied
+	 * every series that recorded; this catches any it could not) */
+	for (uint32_t k = 0; k < c->nseries; k++) {
+		if (tb_hist_total(&c->series[k].hist[c->cur]))
+			tb_hist_reset(&c->series[k].hist[c->cur]);
+	}
 	memset(c->counts[c->cur], 0, c->seg.layout.metric_capacity * sizeof(tb_metric_counts));
 	c->cur ^= 1;
 	c->interval_start_ns += c->cfg.interval_ns;

@@ -158,6 +158,14 @@ static int32_t used_len(const tb_hist *h)
 	return tb_hist_index_of(h, h->max_raw) + 1;
 }
 
+/* Where the counts can be non-zero: index 0 (zeros), then from the index of
+ * the smallest non-zero value on. */
+static int32_t first_nonzero_index(const tb_hist *h)
+{
+	int32_t i = h->min_raw ? tb_hist_index_of(h, h->min_raw) : 1;
+	return i < 1 ? 1 : i;
+}
+
 void tb_hist_reset(tb_hist *h)
 {
 	/* zeros sit at index 0, every other value between the indices of
@@ -322,6 +330,45 @@ int tb_hist_add(tb_hist *dst, const tb_hist *src)
 	return 0;
 }
 
+int tb_hist_move(tb_hist *dst, tb_hist *src)
+{
+	if (!tb_hist_same_layout(dst, src)) {
+		int rc = tb_hist_add(dst, src);
+		if (rc == 0)
+			tb_hist_reset(src);
+		return rc;
+	}
+	if (src->total > INT64_MAX - dst->total)
+		return -EOVERFLOW;
+	int64_t *d = dst->counts, *s = src->counts;
+	d[0] += s[0];
+	s[0] = 0;
+	/* eight counters are a cache line's worth (aligned or not: the grouping
+	 * only decides what is tested together). counts_len is a multiple of
+	 * sub_bucket_half_count, at least 16, so every group lies inside. */
+	int32_t to = used_len(src);
+	for (int32_t i = first_nonzero_index(src) & ~7; i < to; i += 8) {
+		if (!(s[i] | s[i + 1] | s[i + 2] | s[i + 3] | s[i + 4] | s[i + 5] | s[i + 6] | s[i + 7]))
+			continue;
+		for (int32_t j = i; j < i + 8; j++) {
+			d[j] += s[j];
+			s[j] = 0;
+		}
+	}
+	dst->total += src->total;
+	dst->clamped += src->clamped;
+	if (src->total > 0) {
+		note_value(dst, src->max_raw);
+		if (src->min_raw)
+			note_value(dst, src->min_raw);
+	}
+	src->total = 0;
+	src->min_raw = 0;
+	src->max_raw = 0;
+	src->clamped = 0;
+	return 0;
+}
+
 int tb_hist_grow(tb_hist *h, int64_t highest)
 {
 	if (highest <= h->highest)
@@ -435,15 +482,22 @@ double tb_hist_stddev(const tb_hist *h)
 }
 
 /* Index of the bucket that reaches the Java rank for `percentile`, or -1. */
-static int32_t percentile_index(const tb_hist *h, double percentile)
+/* The Java rank of a percentile level (see tb_hist_value_at_percentile). */
+static int64_t percentile_rank(const tb_hist *h, double percentile)
 {
 	double p = nextafter(percentile, -INFINITY);
 	p = p < 0.0 ? 0.0 : (p > 100.0 ? 100.0 : p);
 	int64_t rank = (int64_t)ceil(p / 100.0 * (double)h->total);
-	if (rank < 1)
-		rank = 1;
-	int64_t running = 0;
-	for (int32_t i = 0; i < h->counts_len; i++) {
+	return rank < 1 ? 1 : rank;
+}
+
+static int32_t percentile_index(const tb_hist *h, double percentile)
+{
+	int64_t rank = percentile_rank(h, percentile);
+	int64_t running = h->counts[0];
+	if (running >= rank)
+		return 0;
+	for (int32_t i = first_nonzero_index(h); i < h->counts_len; i++) {
 		running += h->counts[i];
 		if (running >= rank)
 			return i;
@@ -451,13 +505,59 @@ static int32_t percentile_index(const tb_hist *h, double percentile)
 	return -1;
 }
 
-int64_t tb_hist_value_at_percentile(const tb_hist *h, double percentile)
+static int64_t percentile_value(const tb_hist *h, double percentile, int32_t i)
 {
-	int32_t i = percentile_index(h, percentile);
 	if (i < 0)
 		return 0;
 	int64_t v = tb_hist_value_at_index(h, i);
 	return percentile == 0.0 ? tb_hist_lowest_equivalent(h, v) : tb_hist_highest_equivalent(h, v);
+}
+
+int64_t tb_hist_value_at_percentile(const tb_hist *h, double percentile)
+{
+	return percentile_value(h, percentile, percentile_index(h, percentile));
+}
+
+void tb_hist_values_at_percentiles(const tb_hist *h, const double *levels, int n, int64_t *out)
+{
+	int64_t rank[64];
+	bool ascending = n <= (int)(sizeof(rank) / sizeof(rank[0]));
+	for (int k = 1; ascending && k < n; k++)
+		ascending = levels[k] >= levels[k - 1]; /* false for NaN too */
+	if (!ascending) {
+		for (int j = 0; j < n; j++)
+			out[j] = tb_hist_value_at_percentile(h, levels[j]);
+		return;
+	}
+	for (int k = 0; k < n; k++)
+		rank[k] = percentile_rank(h, levels[k]);
+	int k = 0;
+	int64_t running = h->counts[0];
+	while (k < n && running >= rank[k]) {
+		out[k] = percentile_value(h, levels[k], 0);
+		k++;
+	}
+	/* by groups of eight counters (counts_len is a multiple of 16): a group
+	 * that does not reach the next rank is added as a whole */
+	for (int32_t g = first_nonzero_index(h) & ~7; k < n && g < h->counts_len; g += 8) {
+		const int64_t *c = h->counts + g;
+		int64_t sum = g == 0 ? 0 : c[0];
+		for (int j = 1; j < 8; j++)
+			sum += c[j];
+		if (running + sum < rank[k]) {
+			running += sum;
+			continue;
+		}
+		for (int32_t i = g == 0 ? 1 : g; k < n && i < g + 8; i++) {
+			running += h->counts[i];
+			while (k < n && running >= rank[k]) {
+				out[k] = percentile_value(h, levels[k], i);
+				k++;
+			}
+		}
+	}
+	for (; k < n; k++) /* an empty histogram */
+		out[k] = 0;
 }
 
 int64_t tb_hist_count_above_percentile(const tb_hist *h, double percentile)

@@ -26,8 +26,7 @@ void tb_summarize(const tb_hist *h, tb_summary *s)
 	s->max = tb_hist_max(h);
 	s->mean = tb_hist_mean(h);
 	s->stddev = tb_hist_stddev(h);
-	for (int i = 0; i < TB_SUMMARY_PERCENTILES; i++) {
-		s->pct[i] = tb_hist_value_at_percentile(h, tb_summary_levels[i]);
+	tb_hist_values_at_percentiles(h, tb_summary_levels, TB_SUMMARY_PERCENTILES, s->pct);
+	for (int i = 0; i < TB_SUMMARY_PERCENTILES; i++)
 		s->insufficient[i] = !tb_percentile_sufficient(s->total, tb_summary_levels[i]);
-	}
 }

@@ -218,6 +218,90 @@ static void assert_same_counts(const tb_hist *a, const tb_hist *b)
 	assert_int_equal(tb_hist_min(a), tb_hist_min(b));
 }
 
+/* tb_hist_move is tb_hist_add followed by tb_hist_reset of the source, for
+ * sparse and dense sources, zeros, the last counter, and a source of
+ * another layout. */
+static void move_is_add_then_reset(void **state)
+{
+	(void)state;
+	uint64_t seed = 7;
+	for (int round = 0; round < 40; round++) {
+		tb_hist src, dst, want, empty;
+		/* other layouts too */
+		int64_t highest = round % 3 == 0 ? HOUR_NS : 1000 + (int64_t)(rng_next(&seed) % 100000);
+		tb_hist_init(&src, 1, highest, 1 + round % 3);
+		assert_int_equal(src.counts_len % 16, 0); /* tb_hist_move relies on it */
+		tb_hist_init_like(&dst, &src);
+		tb_hist_init_like(&want, &src);
+		tb_hist_init_like(&empty, &src);
+		fill_random(&dst, &seed, 300);
+		int n = round % 4 == 0 ? 3 : 2000; /* sparse or dense */
+		for (int i = 0; i < n; i++) {
+			int64_t v = (int64_t)(rng_next(&seed) % (uint64_t)highest);
+			tb_hist_record(&src, round % 5 == 0 ? 0 : v);
+		}
+		tb_hist_record(&src, highest); /* the top counter, in the last line */
+		tb_hist_add(&want, &dst);
+		tb_hist_add(&want, &src);
+		assert_int_equal(tb_hist_move(&dst, &src), 0);
+		assert_same_counts(&dst, &want);
+		assert_int_equal(dst.clamped, want.clamped);
+		assert_same_counts(&src, &empty);
+		assert_int_equal(src.clamped, 0);
+		tb_hist_free(&src);
+		tb_hist_free(&dst);
+		tb_hist_free(&want);
+		tb_hist_free(&empty);
+	}
+	/* another layout: re-recorded, and the source still ends empty */
+	tb_hist a, b;
+	tb_hist_init(&a, 1, HOUR_NS, 3);
+	tb_hist_init(&b, 1000, HOUR_NS, 2);
+	tb_hist_record(&b, 123456);
+	assert_int_equal(tb_hist_move(&a, &b), 0);
+	assert_int_equal(tb_hist_total(&a), 1);
+	assert_int_equal(tb_hist_total(&b), 0);
+	assert_true(tb_hist_values_equivalent(&b, tb_hist_max(&a), 123456));
+	/* a total past INT64_MAX is refused and changes neither */
+	b.total = INT64_MAX;
+	assert_int_equal(tb_hist_move(&a, &b), -EOVERFLOW);
+	assert_int_equal(tb_hist_total(&a), 1);
+	tb_hist_free(&a);
+	tb_hist_free(&b);
+}
+
+/* One walk for many levels gives what one walk per level gives. */
+static void percentiles_in_one_walk_match_one_at_a_time(void **state)
+{
+	(void)state;
+	uint64_t seed = 11;
+	const double levels[] = {0, 1, 25, 50, 50, 90, 99, 99.9, 99.99, 99.999, 100};
+	const int n = (int)(sizeof(levels) / sizeof(levels[0]));
+	int64_t got[sizeof(levels) / sizeof(levels[0])];
+	for (int round = 0; round < 30; round++) {
+		tb_hist h;
+		tb_hist_init(&h, 1, HOUR_NS, 3);
+		int samples = round == 0 ? 0 : (round < 5 ? round : 1 + (int)(rng_next(&seed) % 5000));
+		for (int i = 0; i < samples; i++)
+			tb_hist_record(&h, round % 7 == 0 ? 0 : (int64_t)(rng_next(&seed) >> (24 + round % 30)));
+		tb_hist_values_at_percentiles(&h, levels, n, got);
+		for (int k = 0; k < n; k++)
+			assert_int_equal(got[k], tb_hist_value_at_percentile(&h, levels[k]));
+		tb_hist_free(&h);
+	}
+	/* levels out of order are each looked up on their own */
+	tb_hist h;
+	tb_hist_init(&h, 1, HOUR_NS, 3);
+	for (int v = 1; v <= 1000; v++)
+		tb_hist_record(&h, v);
+	const double unordered[] = {99, 50, 100};
+	tb_hist_values_at_percentiles(&h, unordered, 3, got);
+	assert_int_equal(got[0], tb_hist_value_at_percentile(&h, 99));
+	assert_int_equal(got[1], 500);
+	assert_int_equal(got[2], 1000);
+	tb_hist_free(&h);
+}
+
 static void merge_is_associative_and_commutative(void **state)
 {
 	(void)state;
@@ -422,6 +506,8 @@ int main(void)
 		cmocka_unit_test(out_of_range_values_are_clamped_and_counted_or_refused),
 		cmocka_unit_test(zero_is_recorded_and_is_the_minimum),
 		cmocka_unit_test(merge_is_associative_and_commutative),
+		cmocka_unit_test(move_is_add_then_reset),
+		cmocka_unit_test(percentiles_in_one_walk_match_one_at_a_time),
 		cmocka_unit_test(subtract_undoes_add_and_refuses_underflow),
 		cmocka_unit_test(add_across_layouts_records_lowest_equivalents),
 		cmocka_unit_test(grow_keeps_counts_in_place),

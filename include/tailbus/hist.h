@@ -99,6 +99,11 @@ int tb_hist_record_corrected(tb_hist *h, int64_t value, int64_t interval);
  * and counted). Returns 0, or -EOVERFLOW (dst unchanged) when the total
  * would pass INT64_MAX. */
 int tb_hist_add(tb_hist *dst, const tb_hist *src);
+/* dst += src, then src is left empty (as tb_hist_reset): the collector's
+ * merge of a closed interval. One pass over src's used range that skips
+ * every cache line of zero counts, so lines recording never wrote are
+ * neither written nor faulted in. Returns 0 or -EOVERFLOW (both unchanged). */
+int tb_hist_move(tb_hist *dst, tb_hist *src);
 /* Raise H to `highest` keeping L and S (owned counts only: the counts index
  * of a value does not depend on H, so existing counts stay where they are).
  * Returns 0, -EINVAL (caller memory, or bad value) or -ENOMEM. */
@@ -133,6 +138,9 @@ double tb_hist_stddev(const tb_hist *h); /* population standard deviation */
 /* Java rule: rank = max(ceil(nextafter(p, -inf)/100 * total), 1); the highest
  * equivalent value of the bucket reaching it (lowest when p == 0). */
 int64_t tb_hist_value_at_percentile(const tb_hist *h, double percentile);
+/* The same for n levels in one walk of the counts; levels in ascending
+ * order and at most 64 of them (otherwise each is looked up on its own). */
+void tb_hist_values_at_percentiles(const tb_hist *h, const double *levels, int n, int64_t *out);
 /* Number of samples strictly above the bucket holding value_at_percentile(p):
  * what a sufficiency mark looks at. */
 int64_t tb_hist_count_above_percentile(const tb_hist *h, double percentile);
