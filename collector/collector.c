@@ -98,7 +98,8 @@ static int alloc_state(tb_collector *c)
 	c->slots = calloc(slots, sizeof(*c->slots));
 	c->counts[0] = calloc(metrics, sizeof(tb_metric_counts));
 	c->counts[1] = calloc(metrics, sizeof(tb_metric_counts));
-	if (!c->slots || !c->counts[0] || !c->counts[1])
+	c->metric_ready = calloc(metrics, 1);
+	if (!c->slots || !c->counts[0] || !c->counts[1] || !c->metric_ready)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
 		c->slots[i].series_of = malloc(metrics * sizeof(int32_t));
@@ -245,6 +246,7 @@ void tb_collector_close(tb_collector *c)
 	free(c->slots);
 	free(c->counts[0]);
 	free(c->counts[1]);
+	free(c->metric_ready);
 	free(c->series);
 	if (c->series_counts)
 		munmap(c->series_counts, c->series_counts_bytes);

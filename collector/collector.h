@@ -32,6 +32,18 @@
 #define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
 #define TB_NO_SERIES (-1)
 
+#if defined(__GNUC__)
+#define TB_LIKELY(x) __builtin_expect(!!(x), 1)
+#ifndef TB_UNLIKELY
+#define TB_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#endif
+#else
+#define TB_LIKELY(x) (x)
+#ifndef TB_UNLIKELY
+#define TB_UNLIKELY(x) (x)
+#endif
+#endif
+
 /* Counters kept per metric and interval (all reach the sidecar). */
 typedef struct tb_metric_counts {
 	uint64_t events, negative, late, clamped, unmatched_start, unmatched_end;
@@ -94,6 +106,7 @@ typedef struct tb_collector {
 	tb_growbuf log;         /* one interval's log lines */
 	tb_growbuf side;        /* ... and sidecar rows */
 	tb_metric_counts *counts[2]; /* per metric, [cur] and [cur ^ 1] */
+	uint8_t *metric_ready;  /* per metric: 1 once seen READY in the segment */
 	int cur;                /* which half of every series is the current interval */
 	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
 	int64_t interval_start_ns; /* wall clock start of the current interval */

@@ -102,35 +102,46 @@ static tb_series *series_for(tb_collector *c, uint32_t slot, uint16_t metric)
 static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t latency,
 		   int64_t completion_mono)
 {
-	tb_metric_counts *cur = &c->counts[c->cur][metric];
 	int64_t completion = completion_mono + c->clock_offset_ns;
 	int half = c->cur;
 	if (completion >= c->interval_start_ns + c->cfg.interval_ns) {
 		half ^= 1;
-	} else if (completion < c->interval_start_ns) {
-		cur->late++;
+	} else if (TB_UNLIKELY(completion < c->interval_start_ns)) {
+		c->counts[half][metric].late++;
 		c->late_total++;
 	}
 	tb_metric_counts *mc = &c->counts[half][metric];
-	if (latency < 0) {
+	if (TB_UNLIKELY(latency < 0)) {
 		mc->negative++;
 		latency = 0;
 	}
 	mc->events++;
-	tb_series *s = series_for(c, slot, metric);
-	if (!s)
+	int32_t k = c->slots[slot].series_of[metric];
+	tb_series *s = k != TB_NO_SERIES ? &c->series[k] : series_for(c, slot, metric);
+	if (TB_UNLIKELY(!s))
 		return;
-	int64_t clamped_before = s->hist[half].clamped;
-	tb_hist_record(&s->hist[half], latency);
-	mc->clamped += (uint64_t)(s->hist[half].clamped - clamped_before);
+	tb_hist *h = &s->hist[half];
+	if (TB_LIKELY(latency <= h->highest)) {
+		tb_hist_record_in_range(h, latency);
+	} else {
+		tb_hist_record(h, latency); /* clamped to H and counted */
+		mc->clamped++;
+	}
 }
 
-static bool metric_ready(const tb_collector *c, uint16_t metric)
+/* Metrics are registered once and never removed: a metric seen READY is
+ * remembered, so the hot loop reads no shared line for it again. */
+static bool metric_ready(tb_collector *c, uint16_t metric)
 {
+	if (TB_LIKELY(metric < c->seg.layout.metric_capacity && c->metric_ready[metric]))
+		return true;
 	if (metric >= c->seg.layout.metric_capacity)
 		return false;
 	const tb_metric_entry *e = tb_seg_metric(&c->seg, metric);
-	return __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == TB_METRIC_READY;
+	if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
+		return false;
+	c->metric_ready[metric] = 1;
+	return true;
 }
 
 static void joined(tb_collector *c, uint32_t slot, uint16_t metric, bool start, int rc,

@@ -198,15 +198,9 @@ static int32_t sub_bucket_index(const tb_hist *h, int64_t v, int32_t b)
 	return (int32_t)(v >> (b + h->unit_magnitude));
 }
 
-static int32_t counts_index(const tb_hist *h, int32_t b, int32_t sb)
-{
-	return ((b + 1) << h->sub_bucket_half_count_mag) + (sb - h->sub_bucket_half_count);
-}
-
 int32_t tb_hist_index_of(const tb_hist *h, int64_t value)
 {
-	int32_t b = bucket_index(h, value);
-	return counts_index(h, b, sub_bucket_index(h, value, b));
+	return tb__hist_index(h, value);
 }
 
 int64_t tb_hist_value_at_index(const tb_hist *h, int32_t index)
