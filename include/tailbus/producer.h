@@ -123,15 +123,15 @@ static inline void tb__emit(tb_producer *p, uint64_t w0, uint64_t w1)
 		tb__full(p, w0, w1);
 		return;
 	}
-	tb_event *e = &p->events[h & p->mask];
+	tb_event *events = p->events; /* read once: the stores below may alias */
+	tb_event *e = &events[h & p->mask];
 	e->w0 = w0;
 	e->w1 = w1;
 	h++;
 	p->head = h;
 	/* release: the slot's two words are visible before the index that
 	 * hands them to the collector (on x86 a plain store) */
-	__atomic_store_n((uint32_t *)((char *)p->events + TB__P_TAIL_FROM_EVENTS), h,
-			 __ATOMIC_RELEASE);
+	__atomic_store_n((uint32_t *)((char *)events + TB__P_TAIL_FROM_EVENTS), h, __ATOMIC_RELEASE);
 }
 
 static inline uint64_t tb__word0(enum tb_event_kind kind, tb_metric_t m, uint64_t field)
