@@ -15,6 +15,7 @@
 #include "tailbus/codec.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -448,23 +449,39 @@ static int64_t payload_limit(const uint8_t *header, const char **why)
 	return (int64_t)word * len;
 }
 
+/* One inflate stream per thread, reset between payloads (replay inflates
+ * hundreds of thousands of small ones: inflateInit and inflateEnd for each
+ * cost as much as a small payload's inflate). */
+static __thread z_stream tls_zi;
+static __thread bool tls_zi_ready;
+
+static z_stream *inflater(void)
+{
+	if (!tls_zi_ready) {
+		memset(&tls_zi, 0, sizeof(tls_zi));
+		if (inflateInit(&tls_zi) != Z_OK)
+			return NULL;
+		tls_zi_ready = true;
+		return &tls_zi;
+	}
+	return inflateReset(&tls_zi) == Z_OK ? &tls_zi : NULL;
+}
+
 /* Inflate exactly the zlib stream into a buffer sized from the header's
  * payload length; anything short or long is an error. */
 static int inflate_inner(const uint8_t *z, size_t zlen, uint8_t **inner, size_t *inner_len,
 			 const char **why)
 {
 	uint8_t header[TB_V2_HEADER_SIZE];
-	z_stream s;
-	memset(&s, 0, sizeof(s));
-	if (inflateInit(&s) != Z_OK)
+	z_stream *zs = inflater();
+	if (!zs)
 		return fail(why, "out of memory", -ENOMEM);
-	s.next_in = (Bytef *)(uintptr_t)z;
-	s.avail_in = (uInt)zlen;
-	s.next_out = header;
-	s.avail_out = sizeof(header);
-	int zrc = inflate(&s, Z_NO_FLUSH);
-	if ((zrc != Z_OK && zrc != Z_STREAM_END) || s.avail_out != 0) {
-		inflateEnd(&s);
+	zs->next_in = (Bytef *)(uintptr_t)z;
+	zs->avail_in = (uInt)zlen;
+	zs->next_out = header;
+	zs->avail_out = sizeof(header);
+	int zrc = inflate(zs, Z_NO_FLUSH);
+	if ((zrc != Z_OK && zrc != Z_STREAM_END) || zs->avail_out != 0) {
 		return fail(why, "zlib: stream is corrupt or shorter than the 40-byte header", -EINVAL);
 	}
 	uint32_t payload_len = get_be32(header + 4);
@@ -472,23 +489,20 @@ static int inflate_inner(const uint8_t *z, size_t zlen, uint8_t **inner, size_t 
 	 * for it: one corrupted byte must not cost gigabytes */
 	int64_t limit = payload_limit(header, why);
 	if (limit < 0 || payload_len > (uint64_t)limit) {
-		inflateEnd(&s);
 		return limit < 0 ? (int)limit
 				 : fail(why, "payload length: larger than the layout can hold", -EINVAL);
 	}
 	size_t total = TB_V2_HEADER_SIZE + (size_t)payload_len;
 	uint8_t *buf = malloc(total + 1); /* +1 catches a stream longer than declared */
 	if (!buf) {
-		inflateEnd(&s);
 		return fail(why, "out of memory", -ENOMEM);
 	}
 	memcpy(buf, header, sizeof(header));
-	s.next_out = buf + TB_V2_HEADER_SIZE;
-	s.avail_out = (uInt)(payload_len + 1);
+	zs->next_out = buf + TB_V2_HEADER_SIZE;
+	zs->avail_out = (uInt)(payload_len + 1);
 	if (zrc != Z_STREAM_END)
-		zrc = inflate(&s, Z_FINISH);
-	size_t got = total + 1 - s.avail_out;
-	inflateEnd(&s);
+		zrc = inflate(zs, Z_FINISH);
+	size_t got = total + 1 - zs->avail_out;
 	if (zrc != Z_STREAM_END) {
 		free(buf);
 		return fail(why, "zlib: stream is corrupt, truncated or longer than the payload length", -EINVAL);
@@ -610,6 +624,87 @@ static int add_scanned(tb_hist *dst, const uint8_t *p, size_t n, const struct v2
 	return 0;
 }
 
+/* Undo add_checked: subtract the counts of the first `end` bytes (words
+ * that all decoded, at indices all inside dst). Unsigned, as they were added. */
+static void unadd_v2_counts(const uint8_t *p, size_t end, int64_t *counts)
+{
+	int64_t index = 0;
+	for (size_t pos = 0; pos < end;) {
+		int64_t v;
+		pos += get_zigzag(p + pos, end - pos, &v);
+		if (v < 0) {
+			index -= v;
+		} else {
+			counts[index] = (int64_t)((uint64_t)counts[index] - (uint64_t)v);
+			index++;
+		}
+	}
+}
+
+/* The common case in one pass: check each word as scan_v2_counts does and
+ * add it to dst (same L and S) at once. Returns 0, a negative errno with
+ * *why for a malformed stream, or 1 when a count holds values above dst's
+ * H (dst must grow first); in every case but 0, dst is as it was. Counters
+ * are added unsigned: a sum that would pass INT64_MAX is caught by the
+ * totals before the call returns, and undone exactly. */
+static int add_checked(tb_hist *dst, const uint8_t *p, size_t n, int32_t counts_len,
+		       struct v2_scan *s, const char **why)
+{
+	/* counts up to dst_len hold values dst's H covers; a count above that
+	 * makes tb_hist_add_growing (the rule replay follows) grow dst */
+	int32_t top = tb_hist_index_of(dst, dst->highest);
+	int64_t dst_len =
+		tb_hist_highest_equivalent(dst, tb_hist_value_at_index(dst, top)) > dst->highest ? top : top + 1;
+	int64_t index = 0;
+	int64_t *counts = dst->counts;
+	int rc = 0;
+	size_t pos = 0;
+	*s = (struct v2_scan){0, -1, -1};
+	while (pos < n) {
+		int64_t v;
+		size_t used = get_zigzag(p + pos, n - pos, &v);
+		if (used == 0) {
+			rc = fail(why, "counts: truncated LEB128 word", -EINVAL);
+			break;
+		}
+		if (v < 0) {
+			if (v < -(int64_t)counts_len || index - v > counts_len) {
+				rc = fail(why, "counts: zero run past the counts length", -EINVAL);
+				break;
+			}
+			index -= v;
+			pos += used;
+			continue;
+		}
+		if (index >= counts_len) {
+			rc = fail(why, "counts: count past the counts length", -EINVAL);
+			break;
+		}
+		if (v > INT64_MAX - s->total) {
+			rc = fail(why, "counts: total passes INT64_MAX", -EINVAL);
+			break;
+		}
+		if (v > 0) {
+			if (index >= dst_len) {
+				rc = 1;
+				break;
+			}
+			counts[index] = (int64_t)((uint64_t)counts[index] + (uint64_t)v);
+			s->total += v;
+			if (index > 0 && s->first < 0)
+				s->first = (int32_t)index;
+			s->last = (int32_t)index;
+		}
+		index++;
+		pos += used;
+	}
+	if (rc == 0 && s->total > INT64_MAX - dst->total)
+		rc = -EOVERFLOW;
+	if (rc != 0)
+		unadd_v2_counts(p, pos, counts);
+	return rc;
+}
+
 int tb_v2_decode_base64_add(const char *text, size_t n, tb_hist *dst, const char **why)
 {
 	uint8_t *inner;
@@ -625,10 +720,17 @@ int tb_v2_decode_base64_add(const char *text, size_t n, tb_hist *dst, const char
 	if (rc == 0 && (hd.base != V2_INNER_BASE || hd.lowest != dst->lowest ||
 			hd.sig != dst->sig_digits))
 		rc = -ERANGE;
-	if (rc == 0)
-		rc = scan_v2_counts(counts, hd.payload_len, hd.counts_len, &s, why);
-	if (rc == 0)
-		rc = add_scanned(dst, counts, hd.payload_len, &s);
+	if (rc == 0) {
+		rc = add_checked(dst, counts, hd.payload_len, hd.counts_len, &s, why);
+		if (rc == 0) {
+			dst->total += s.total;
+			note_scan(dst, &s);
+		} else if (rc == 1) { /* dst must grow: check all, grow, then add */
+			rc = scan_v2_counts(counts, hd.payload_len, hd.counts_len, &s, why);
+			if (rc == 0)
+				rc = add_scanned(dst, counts, hd.payload_len, &s);
+		}
+	}
 	free(inner);
 	return rc;
 }
