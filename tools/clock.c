@@ -260,7 +260,7 @@ static void tsc_pair(int64_t *ns, int64_t *cycles)
 
 static double calibrate_tsc_hz(void)
 {
-	int64_t ns0, c0, ns1, c1;
+	int64_t ns0 = 0, c0 = 0, ns1 = 0, c1 = 0; /* set by tsc_pair (its loop always runs) */
 	tsc_pair(&ns0, &c0);
 	while (read_posix(CLOCK_MONOTONIC) - ns0 < CALIBRATE_NS)
 		;

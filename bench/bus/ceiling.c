@@ -22,10 +22,17 @@
  * index after every event, as an event must become visible at once.
  *
  * Consumer: one process pinned to --consumer-cpu (default 1), round robin
- * over the rings: load a ring's producer index (acquire), copy every event
- * up to it into a small private buffer, one by one (no decode, no
- * histogram), store the consumer index (release). It runs until the
- * producers have finished and the rings are empty.
+ * over the rings as tailbusd's drain pass goes over a bus's slots: every
+ * pass visits TB_SEG_DEFAULT_SLOTS rings (those without a producer stay
+ * empty), and each visit loads the ring's producer index (acquire), copies
+ * at most CEIL_BATCH events (tailbusd's batch) into a small private buffer,
+ * one by one (no decode, no histogram), and stores the consumer index
+ * (release). The cadence matters as much as the copy: a consumer that
+ * re-reads one ring's producer index as fast as it can pulls that line away
+ * from the producer, which writes it for every event, and slows the
+ * producer several times over (this ceiling did so at first and measured a
+ * seventh of tailbusd's rate). It runs until the producers have finished
+ * and the rings are empty.
  *
  * Prints one line: attempted written dropped elapsed_ns run_ns wait_ns
  * consumed consumer_run_ns consumer_wait_ns - the first six as flood prints
@@ -46,6 +53,7 @@
 #define CEIL_VALUES 4096 /* precomputed latencies, a power of two */
 #define CEIL_METRICS 4   /* as flood's default */
 #define CEIL_SINK 64     /* the consumer's private buffer, events (1 KiB) */
+#define CEIL_BATCH 256   /* events per visit: tailbusd's TB_COLLECTOR_BATCH */
 #define CEIL_DEFAULT_SECONDS 3.0
 #define CEIL_CONSUMER_CPU 1
 
@@ -64,6 +72,7 @@ struct ceiling {
 	int cpus[BENCH_PROCS_MAX];
 	int ncpus;
 	int consumer_cpu;
+	int rings_visited; /* per pass: max(procs, TB_SEG_DEFAULT_SLOTS) */
 	uint64_t events; /* per ring, a power of two */
 	uint8_t *rings;  /* shared: procs x stride */
 	size_t stride;
@@ -180,6 +189,10 @@ static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, tb_event
 	if (head == t)
 		return 0;
 	uint64_t mask = o->events - 1, n = head - t;
+	if (n > CEIL_BATCH) {
+		n = CEIL_BATCH;
+		head = t + n;
+	}
 	for (; t != head; t++) {
 		memcpy(&sink[t & (CEIL_SINK - 1)], &ev[t & mask], sizeof(tb_event));
 		__asm__ volatile("" : : "r"(sink) : "memory"); /* each copy happens */
@@ -193,7 +206,7 @@ static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, tb_event
 static int consumer_main(const struct ceiling *o, struct bench_procs *ctl)
 {
 	static tb_event sink[CEIL_SINK];
-	uint64_t tails[BENCH_PROCS_MAX] = {0}, consumed = 0;
+	uint64_t tails[BENCH_PROCS_MAX + TB_SEG_DEFAULT_SLOTS] = {0}, consumed = 0;
 	int me = o->procs;
 	if (bench_pin(o->consumer_cpu) < 0) {
 		perror("ceiling: consumer sched_setaffinity");
@@ -205,7 +218,7 @@ static int consumer_main(const struct ceiling *o, struct bench_procs *ctl)
 	for (;;) {
 		bool stop = __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE) != 0;
 		uint64_t got = 0;
-		for (int i = 0; i < o->procs; i++)
+		for (int i = 0; i < o->rings_visited; i++)
 			got += consume(o, i, &tails[i], sink);
 		consumed += got;
 		if (stop && got == 0)
@@ -264,8 +277,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o.stride = CEIL_RING_HEADER + o.events * sizeof(tb_event);
+	o.rings_visited = o.procs > TB_SEG_DEFAULT_SLOTS ? o.procs : TB_SEG_DEFAULT_SLOTS;
 	struct bench_procs *ctl = bench_procs_map();
-	void *rings = mmap(NULL, (size_t)o.procs * o.stride, PROT_READ | PROT_WRITE,
+	void *rings = mmap(NULL, (size_t)o.rings_visited * o.stride, PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (!ctl || rings == MAP_FAILED) {
 		perror("ceiling: mmap");
