@@ -67,12 +67,30 @@ run_top() { # bus, then top args
 
 # background_top ARGS: `tailbus top` streaming in the background, under a
 # timeout so that a top that ignores SIGINT fails the test instead of hanging
-# it; sets $tp (timeout passes signals on to top)
+# it; sets $tp (the timeout's pid). Stop it with stop_top.
 TOP_TIMEOUT_S=240
 background_top() {
-	timeout "$TOP_TIMEOUT_S" "$TAILBUS" top "$@" &
+	timeout -k 10 "$TOP_TIMEOUT_S" "$TAILBUS" top "$@" &
 	tp=$!
 	pids+=("$tp")
+}
+
+# stop_top: SIGINT to top itself, then its exit status. Not through timeout:
+# timeout follows every signal it passes on with a SIGCONT, and under ASan a
+# SIGCONT that lands while LeakSanitizer's exit-time tracer is stopping top
+# leaves the tracer waiting forever (top then spins in its exit).
+stop_top() {
+	local st child=
+	for st in /proc/[0-9]*/stat; do
+		# field 4 is the parent pid (the name in field 2 has no spaces here)
+		if [[ $(cut -d' ' -f4 "$st" 2>/dev/null) == "$tp" ]]; then
+			child=${st#/proc/}
+			child=${child%/stat}
+			break
+		fi
+	done
+	kill -INT "${child:-$tp}"
+	wait "$tp"
 }
 
 # wait_published BUS METRIC COUNT: until the live area's 60 s window of
@@ -261,8 +279,7 @@ log_follow() {
 	sleep 0.5
 	printf '%s\n' "${line:40}" >>"$f"
 	sleep 0.5
-	kill -INT $tp
-	wait $tp || { echo "  top --log did not exit cleanly on SIGINT"; return 1; }
+	stop_top || { echo "  top --log did not exit cleanly on SIGINT"; return 1; }
 	local want1 want2
 	want1=$(logged_count "$log" m0 1)
 	want2=$(logged_count "$log" m0 2)
@@ -330,8 +347,7 @@ fresh() {
 	emit $bus --count 70 --seed 2 >/dev/null
 	wait_published $bus m0 70 || return 1
 	sleep 0.5
-	kill -INT $tp
-	wait $tp || { echo "  top did not exit cleanly on SIGINT"; return 1; }
+	stop_top || { echo "  top did not exit cleanly on SIGINT"; return 1; }
 	kill -INT "$cpid"
 	wait "$cpid" || true
 	# the stream saw the old segment, then the new one with its collector
