@@ -62,9 +62,41 @@ static int reject(tb_log_reader *r, int rc, const char *fmt, ...)
 	return rc;
 }
 
+/* Digits with at most one point, at most 15 digits in all: the value is
+ * m / 10^k with m and 10^k exact doubles (m < 2^53, k <= 15), and IEEE
+ * division rounds the quotient correctly, so this is the double strtod
+ * gives, at a fraction of its cost (every log line has three such fields). */
+static bool parse_plain_decimal(span s, double *out)
+{
+	static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+				       1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+	uint64_t m = 0;
+	int digits = 0, frac = -1;
+	for (size_t i = 0; i < s.n; i++) {
+		char c = s.p[i];
+		if (c >= '0' && c <= '9') {
+			if (++digits > 15)
+				return false;
+			m = m * 10 + (uint64_t)(c - '0');
+			if (frac >= 0)
+				frac++;
+		} else if (c == '.' && frac < 0) {
+			frac = 0;
+		} else {
+			return false;
+		}
+	}
+	if (digits == 0)
+		return false;
+	*out = (double)m / pow10[frac > 0 ? frac : 0];
+	return true;
+}
+
 /* A plain decimal number: digits, one point, an exponent; nothing else. */
 static bool parse_number(span s, double *out)
 {
+	if (parse_plain_decimal(s, out))
+		return true;
 	char buf[NUM_FIELD_MAX];
 	if (s.n == 0 || s.n >= sizeof(buf))
 		return false;

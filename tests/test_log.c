@@ -1,6 +1,7 @@
 /* test_log.c - interval log writing and reading (format 1.3).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -227,6 +228,55 @@ static void read_file_reports_missing_files(void **state)
 	assert_int_equal(tb_read_file("/", &text, &len), -EISDIR);
 }
 
+/* Number fields are read by a fast path for plain decimals and strtod for
+ * the rest: both must give exactly strtod's double, on every kind of field
+ * the log's writers produce (%.3f times, long integers, odd forms). */
+static void number_fields_read_as_strtod_reads_them(void **state)
+{
+	(void)state;
+	uint64_t seed = 99;
+	char text[512];
+	for (int i = 0; i < 3000; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		char start[64], length[64], max[64];
+		switch (i % 6) {
+		case 0: /* a start time as writers print it */
+			snprintf(start, sizeof(start), "%.3f", (double)(seed >> 20) / 1000.0);
+			break;
+		case 1: /* fifteen digits: the fast path's limit */
+			snprintf(start, sizeof(start), "%" PRIu64 ".%03u", (uint64_t)((seed >> 14) % 1000000000000ULL),
+				 (unsigned)(seed % 1000));
+			break;
+		case 2: /* more digits than an exact double holds: strtod's */
+			snprintf(start, sizeof(start), "%" PRIu64 ".%06u", seed >> 1, (unsigned)(seed % 1000000));
+			break;
+		case 3:
+			snprintf(start, sizeof(start), "%.17g", (double)(seed >> 11) * 0x1p-40);
+			break;
+		case 4:
+			snprintf(start, sizeof(start), "%u.", (unsigned)(seed % 100000));
+			break;
+		default:
+			snprintf(start, sizeof(start), ".%u", (unsigned)(seed % 100000));
+			break;
+		}
+		snprintf(length, sizeof(length), "%.3f", (double)(seed % 100000) / 1000.0 + 0.001);
+		snprintf(max, sizeof(max), "%.3f", (double)(seed % 977));
+		snprintf(text, sizeof(text), "%s,%s,%s,%s\n", start, length, max, golden_b64);
+		tb_log_reader r;
+		tb_log_entry e;
+		memset(&e, 0, sizeof(e));
+		tb_log_reader_init(&r, text, strlen(text));
+		if (tb_log_reader_next(&r, &e) != 1)
+			fail_msg("line '%s' not read: %s", text, r.err);
+		if (e.start_field != strtod(start, NULL) || e.length_sec != strtod(length, NULL) ||
+		    e.max_field != strtod(max, NULL))
+			fail_msg("'%s' read as %.17g, %.17g, %.17g", text, e.start_field, e.length_sec,
+				 e.max_field);
+		tb_hist_free(&e.hist);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +287,7 @@ int main(void)
 		cmocka_unit_test(timestamps_without_base_time_follow_java),
 		cmocka_unit_test(bad_lines_are_skipped_named_and_the_rest_is_read),
 		cmocka_unit_test(read_file_reports_missing_files),
+		cmocka_unit_test(number_fields_read_as_strtod_reads_them),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
