@@ -302,17 +302,22 @@ static int scan_v2_counts(const uint8_t *p, size_t n, int32_t counts_len, struct
 	return 0;
 }
 
-/* Add counts that scan_v2_counts accepted to `counts`, index for index. */
-static void add_v2_counts(const uint8_t *p, size_t n, int64_t *counts)
+/* Add (sign +1) or take back (-1) the counts of n bytes of words that all
+ * decode, at indices inside `counts`, index for index. Unsigned: taking
+ * back what add_checked added restores each counter exactly. */
+static void add_v2_counts(const uint8_t *p, size_t n, int64_t *counts, int sign)
 {
 	int64_t index = 0;
 	for (size_t pos = 0; pos < n;) {
 		int64_t v = 0;
 		pos += get_zigzag(p + pos, n - pos, &v);
-		if (v < 0)
+		if (v < 0) {
 			index -= v;
-		else
-			counts[index++] += v;
+		} else {
+			uint64_t d = sign > 0 ? (uint64_t)v : -(uint64_t)v;
+			counts[index] = (int64_t)((uint64_t)counts[index] + d);
+			index++;
+		}
 	}
 }
 
@@ -340,7 +345,7 @@ static int decode_v2_counts(const uint8_t *p, size_t n, tb_hist *h, const char *
 	int rc = scan_v2_counts(p, n, h->counts_len, &s, why);
 	if (rc < 0)
 		return rc;
-	add_v2_counts(p, n, h->counts);
+	add_v2_counts(p, n, h->counts, 1);
 	h->total = s.total;
 	note_scan(h, &s);
 	return 0;
@@ -618,27 +623,10 @@ static int add_scanned(tb_hist *dst, const uint8_t *p, size_t n, const struct v2
 		if (rc < 0)
 			return rc;
 	}
-	add_v2_counts(p, n, dst->counts);
+	add_v2_counts(p, n, dst->counts, 1);
 	dst->total += s->total;
 	note_scan(dst, s);
 	return 0;
-}
-
-/* Undo add_checked: subtract the counts of the first `end` bytes (words
- * that all decoded, at indices all inside dst). Unsigned, as they were added. */
-static void unadd_v2_counts(const uint8_t *p, size_t end, int64_t *counts)
-{
-	int64_t index = 0;
-	for (size_t pos = 0; pos < end;) {
-		int64_t v = 0;
-		pos += get_zigzag(p + pos, end - pos, &v);
-		if (v < 0) {
-			index -= v;
-		} else {
-			counts[index] = (int64_t)((uint64_t)counts[index] - (uint64_t)v);
-			index++;
-		}
-	}
 }
 
 /* The common case in one pass: check each word as scan_v2_counts does and
@@ -706,7 +694,7 @@ static int add_checked(tb_hist *dst, const uint8_t *p, size_t n, int32_t counts_
 	if (rc == 0 && total > INT64_MAX - dst->total)
 		rc = -EOVERFLOW;
 	if (rc != 0)
-		unadd_v2_counts(p, pos, counts);
+		add_v2_counts(p, pos, counts, -1);
 	return rc;
 }
 

@@ -299,6 +299,19 @@ int tb_hist_set_count_at_index(tb_hist *h, int32_t index, int64_t count)
 
 /* ---- merging ---- */
 
+/* After src's counts were added to dst's (same layout): the totals and
+ * extremes follow. */
+static void add_summary(tb_hist *dst, const tb_hist *src)
+{
+	dst->total += src->total;
+	dst->clamped += src->clamped;
+	if (src->total > 0) {
+		note_value(dst, src->max_raw);
+		if (src->min_raw)
+			note_value(dst, src->min_raw);
+	}
+}
+
 int tb_hist_add(tb_hist *dst, const tb_hist *src)
 {
 	/* every counter is at most the total: checking the totals is enough */
@@ -307,13 +320,7 @@ int tb_hist_add(tb_hist *dst, const tb_hist *src)
 	if (tb_hist_same_layout(dst, src)) {
 		for (int32_t i = 0, n = used_len(src); i < n; i++)
 			dst->counts[i] += src->counts[i];
-		dst->total += src->total;
-		dst->clamped += src->clamped;
-		if (src->total > 0) {
-			note_value(dst, src->max_raw);
-			if (src->min_raw)
-				note_value(dst, src->min_raw);
-		}
+		add_summary(dst, src);
 		return 0;
 	}
 	for (int32_t i = 0, n = used_len(src); i < n; i++) {
@@ -349,13 +356,7 @@ int tb_hist_move(tb_hist *dst, tb_hist *src)
 			s[j] = 0;
 		}
 	}
-	dst->total += src->total;
-	dst->clamped += src->clamped;
-	if (src->total > 0) {
-		note_value(dst, src->max_raw);
-		if (src->min_raw)
-			note_value(dst, src->min_raw);
-	}
+	add_summary(dst, src);
 	src->total = 0;
 	src->min_raw = 0;
 	src->max_raw = 0;
