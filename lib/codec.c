@@ -266,42 +266,6 @@ struct v2_scan {
 	int32_t last;
 };
 
-/* Check V2 counts against a layout of counts_len counters before anything
- * is written: every word complete, every count and zero run inside the
- * layout, the sum inside int64_t. The errors, and their order, are those a
- * decoder writing as it goes would meet. */
-static int scan_v2_counts(const uint8_t *p, size_t n, int32_t counts_len, struct v2_scan *s,
-			  const char **why)
-{
-	int64_t index = 0;
-	*s = (struct v2_scan){0, -1, -1};
-	for (size_t pos = 0; pos < n;) {
-		int64_t v = 0;
-		size_t used = get_zigzag(p + pos, n - pos, &v);
-		if (used == 0)
-			return fail(why, "counts: truncated LEB128 word", -EINVAL);
-		pos += used;
-		if (v < 0) {
-			if (v < -(int64_t)counts_len || index - v > counts_len)
-				return fail(why, "counts: zero run past the counts length", -EINVAL);
-			index -= v;
-			continue;
-		}
-		if (index >= counts_len)
-			return fail(why, "counts: count past the counts length", -EINVAL);
-		if (v > INT64_MAX - s->total)
-			return fail(why, "counts: total passes INT64_MAX", -EINVAL);
-		if (v > 0) {
-			s->total += v;
-			if (index > 0 && s->first < 0)
-				s->first = (int32_t)index;
-			s->last = (int32_t)index;
-		}
-		index++;
-	}
-	return 0;
-}
-
 /* Add (sign +1) or take back (-1) the counts of n bytes of words that all
  * decode, at indices inside `counts`, index for index. Unsigned: taking
  * back what add_checked added restores each counter exactly. */
@@ -319,6 +283,77 @@ static void add_v2_counts(const uint8_t *p, size_t n, int64_t *counts, int sign)
 			index++;
 		}
 	}
+}
+
+/* One pass over V2 counts against a layout of counts_len counters: every
+ * word complete, every count and zero run inside the layout, the sum inside
+ * int64_t; the errors, and their order, are those a decoder writing as it
+ * goes would meet. With `counts`, each count is also added there as soon as
+ * it is checked (unsigned), as long as its index is below add_len; the pass
+ * returns 1 at the first that is not (the caller must grow first). Unless
+ * it returns 0, whatever it added is taken back. */
+static int walk_v2_counts(const uint8_t *p, size_t n, int32_t counts_len, int64_t *counts,
+			  int64_t add_len, struct v2_scan *s, const char **why)
+{
+	/* locals, not *s: the count stores below could alias it */
+	int64_t index = 0, total = 0, first = -1, last = -1;
+	int rc = 0;
+	size_t pos = 0;
+	while (pos < n) {
+		int64_t v = 0;
+		size_t used;
+		if (p[pos] < 0x80) { /* most words: one byte */
+			uint64_t u = p[pos];
+			v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+			used = 1;
+		} else if ((used = get_zigzag(p + pos, n - pos, &v)) == 0) {
+			rc = fail(why, "counts: truncated LEB128 word", -EINVAL);
+			break;
+		}
+		if (v < 0) {
+			if (v < -(int64_t)counts_len || index - v > counts_len) {
+				rc = fail(why, "counts: zero run past the counts length", -EINVAL);
+				break;
+			}
+			index -= v;
+			pos += used;
+			continue;
+		}
+		if (index >= counts_len) {
+			rc = fail(why, "counts: count past the counts length", -EINVAL);
+			break;
+		}
+		if (v > 0) {
+			if (__builtin_add_overflow(total, v, &total)) {
+				rc = fail(why, "counts: total passes INT64_MAX", -EINVAL);
+				break;
+			}
+			if (counts) {
+				if (index >= add_len) {
+					total -= v;
+					rc = 1;
+					break;
+				}
+				counts[index] = (int64_t)((uint64_t)counts[index] + (uint64_t)v);
+			}
+			if (first < 0 && index > 0)
+				first = index;
+			last = index;
+		}
+		index++;
+		pos += used;
+	}
+	*s = (struct v2_scan){total, (int32_t)first, (int32_t)last};
+	if (rc != 0 && counts)
+		add_v2_counts(p, pos, counts, -1);
+	return rc;
+}
+
+/* Check V2 counts before anything is written. */
+static int scan_v2_counts(const uint8_t *p, size_t n, int32_t counts_len, struct v2_scan *s,
+			  const char **why)
+{
+	return walk_v2_counts(p, n, counts_len, NULL, 0, s, why);
 }
 
 /* Widen h's recorded extremes to the values a scan found counts for, as
@@ -544,9 +579,8 @@ static int inflate_frame(const uint8_t *frame, size_t len, uint8_t **inner, size
 	if (rc < 0)
 		return rc;
 	uint32_t inner_base = COOKIE_BASE(get_be32(*inner));
-	if ((base == V2_COMPRESSED_BASE) != (inner_base == V2_INNER_BASE)) {
+	if ((base == V2_COMPRESSED_BASE) != (inner_base == V2_INNER_BASE))
 		return fail(why, "cookie: inner encoding does not match the frame", -EINVAL);
-	}
 	return 0;
 }
 
@@ -557,8 +591,7 @@ int tb_v2_decode(const uint8_t *frame, size_t len, tb_hist *out, const char **wh
 	int rc = inflate_frame(frame, len, &inner, &inner_len, why);
 	if (rc < 0)
 		return rc;
-	rc = tb_v2_decode_inner(inner, inner_len, out, why);
-	return rc;
+	return tb_v2_decode_inner(inner, inner_len, out, why);
 }
 
 /* The inner buffer of a base64 payload (the thread's, see inflate_inner). */
@@ -586,8 +619,7 @@ int tb_v2_decode_base64(const char *text, size_t n, tb_hist *out, const char **w
 	int rc = inflate_base64(text, n, &inner, &inner_len, why);
 	if (rc < 0)
 		return rc;
-	rc = tb_v2_decode_inner(inner, inner_len, out, why);
-	return rc;
+	return tb_v2_decode_inner(inner, inner_len, out, why);
 }
 
 int tb_v2_check_base64(const char *text, size_t n, const char **why)
@@ -643,58 +675,11 @@ static int add_checked(tb_hist *dst, const uint8_t *p, size_t n, int32_t counts_
 	int32_t top = tb_hist_index_of(dst, dst->highest);
 	int64_t dst_len =
 		tb_hist_highest_equivalent(dst, tb_hist_value_at_index(dst, top)) > dst->highest ? top : top + 1;
-	/* locals, not *s: the count stores below could alias it */
-	int64_t index = 0, total = 0, first = -1, last = -1;
-	int64_t *counts = dst->counts;
-	int rc = 0;
-	size_t pos = 0;
-	while (pos < n) {
-		int64_t v = 0;
-		size_t used;
-		if (p[pos] < 0x80) { /* most words: one byte */
-			uint64_t u = p[pos];
-			v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-			used = 1;
-		} else if ((used = get_zigzag(p + pos, n - pos, &v)) == 0) {
-			rc = fail(why, "counts: truncated LEB128 word", -EINVAL);
-			break;
-		}
-		if (v < 0) {
-			if (v < -(int64_t)counts_len || index - v > counts_len) {
-				rc = fail(why, "counts: zero run past the counts length", -EINVAL);
-				break;
-			}
-			index -= v;
-			pos += used;
-			continue;
-		}
-		if (index >= counts_len) {
-			rc = fail(why, "counts: count past the counts length", -EINVAL);
-			break;
-		}
-		if (v > 0) {
-			if (__builtin_add_overflow(total, v, &total)) {
-				rc = fail(why, "counts: total passes INT64_MAX", -EINVAL);
-				break;
-			}
-			if (index >= dst_len) {
-				total -= v;
-				rc = 1;
-				break;
-			}
-			counts[index] = (int64_t)((uint64_t)counts[index] + (uint64_t)v);
-			if (first < 0 && index > 0)
-				first = index;
-			last = index;
-		}
-		index++;
-		pos += used;
-	}
-	*s = (struct v2_scan){total, (int32_t)first, (int32_t)last};
-	if (rc == 0 && total > INT64_MAX - dst->total)
+	int rc = walk_v2_counts(p, n, counts_len, dst->counts, dst_len, s, why);
+	if (rc == 0 && s->total > INT64_MAX - dst->total) {
+		add_v2_counts(p, n, dst->counts, -1);
 		rc = -EOVERFLOW;
-	if (rc != 0)
-		add_v2_counts(p, pos, counts, -1);
+	}
 	return rc;
 }
 
