@@ -98,7 +98,7 @@ static int alloc_state(tb_collector *c)
 	c->slots = calloc(slots, sizeof(*c->slots));
 	c->counts[0] = calloc(metrics, sizeof(tb_metric_counts));
 	c->counts[1] = calloc(metrics, sizeof(tb_metric_counts));
-	c->metric_ready = calloc(metrics, 1);
+	c->metric_ready = calloc(TB_MAX_METRICS, 1); /* indexed by any event's metric id */
 	if (!c->slots || !c->counts[0] || !c->counts[1] || !c->metric_ready)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {

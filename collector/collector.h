@@ -106,7 +106,7 @@ typedef struct tb_collector {
 	tb_growbuf log;         /* one interval's log lines */
 	tb_growbuf side;        /* ... and sidecar rows */
 	tb_metric_counts *counts[2]; /* per metric, [cur] and [cur ^ 1] */
-	uint8_t *metric_ready;  /* per metric: 1 once seen READY in the segment */
+	uint8_t *metric_ready;  /* per metric id (TB_MAX_METRICS): 1 once seen READY */
 	int cur;                /* which half of every series is the current interval */
 	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
 	int64_t interval_start_ns; /* wall clock start of the current interval */

@@ -81,12 +81,11 @@ static void follow(tb_collector *c, uint32_t i)
 		quarantine(c, i, "ring indices out of range at attach");
 }
 
-static tb_series *series_for(tb_collector *c, uint32_t slot, uint16_t metric)
+/* Cold: the first event of (slot, metric) takes a series from the pool. */
+static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 {
 	tb_slot_follow *f = &c->slots[slot];
-	int32_t k = f->series_of[metric];
-	if (k != TB_NO_SERIES)
-		return &c->series[k];
+	int32_t k;
 	if (c->nseries == c->cfg.max_series) {
 		c->series_exhausted++;
 		return NULL;
@@ -117,7 +116,7 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 	}
 	mc->events++;
 	int32_t k = c->slots[slot].series_of[metric];
-	tb_series *s = k != TB_NO_SERIES ? &c->series[k] : series_for(c, slot, metric);
+	tb_series *s = k != TB_NO_SERIES ? &c->series[k] : new_series(c, slot, metric);
 	if (TB_UNLIKELY(!s))
 		return;
 	tb_hist *h = &s->hist[half];
@@ -130,10 +129,11 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 }
 
 /* Metrics are registered once and never removed: a metric seen READY is
- * remembered, so the hot loop reads no shared line for it again. */
+ * remembered, so the hot loop reads no shared line for it again. The array
+ * covers every 14-bit id; ids past the segment's capacity are never set. */
 static bool metric_ready(tb_collector *c, uint16_t metric)
 {
-	if (TB_LIKELY(metric < c->seg.layout.metric_capacity && c->metric_ready[metric]))
+	if (TB_LIKELY(c->metric_ready[metric]))
 		return true;
 	if (metric >= c->seg.layout.metric_capacity)
 		return false;

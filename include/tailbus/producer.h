@@ -12,8 +12,8 @@
  * exactly (tb_producer_stats, and the collector's health log).
  *
  * Attaching never aborts the engine: if the bus cannot be reached, tb_attach
- * still returns a handle whose recording is a counted no-op (its ring is a
- * private one that is always full), and tb_producer_error() says why.
+ * still returns a handle whose recording is a counted no-op (its limit is
+ * always reached and it has no ring), and tb_producer_error() says why.
  *
  * The ring is a Concurrency Kit SPSC ring (ck_ring_t), written here without
  * calling ck: the handle keeps the producer index and a limit up to which it
