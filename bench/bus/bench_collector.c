@@ -56,6 +56,7 @@
 #include "bench_bus.h"
 #include "collector.h"
 #include "tailbus/producer.h"
+#include "../bench_util.h"
 
 #define COLL_BUS "bench-coll"
 #define COLL_VALUES 4096 /* precomputed latencies, a power of two */
@@ -308,6 +309,12 @@ static int usage(const char *argv0)
 	return 2;
 }
 
+/* The operations run_only takes: drain 0, close 1, anything else -1. */
+static int op_index(const char *name)
+{
+	return strcmp(name, "drain") == 0 ? 0 : strcmp(name, "close") == 0 ? 1 : -1;
+}
+
 static int run_only(const char *op, uint64_t iters)
 {
 	static struct coll_bench b;
@@ -336,33 +343,14 @@ static int run_only(const char *op, uint64_t iters)
 
 int main(int argc, char **argv)
 {
-	int runs = COLL_RUNS_DEFAULT;
-	double min_ms = COLL_MIN_MS_DEFAULT;
-	const char *only = NULL;
-	uint64_t iters = 0;
-	bool tsv = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--tsv") == 0)
-			tsv = true;
-		else if (strcmp(a, "--runs") == 0 && v)
-			runs = atoi(v), i++;
-		else if (strcmp(a, "--min-ms") == 0 && v)
-			min_ms = atof(v), i++;
-		else if (strcmp(a, "--iters") == 0 && v)
-			iters = strtoull(v, NULL, 10), i++;
-		else if (strcmp(a, "--op") == 0 && v && (!strcmp(v, "drain") || !strcmp(v, "close")))
-			only = v, i++;
-		else
-			return usage(argv[0]);
-	}
-	if (runs < 1 || runs > BENCH_RUNS_MAX || min_ms <= 0 || (only && iters == 0)) {
-		fprintf(stderr, "%s: --runs must be 1..%d, --min-ms > 0, --op needs --iters N > 0\n",
-			argv[0], BENCH_RUNS_MAX);
+	struct bench_args a = {.runs = COLL_RUNS_DEFAULT, .min_ms = COLL_MIN_MS_DEFAULT};
+	if (bench_args_parse(&a, argc, argv, NULL, op_index) < 0)
 		return usage(argv[0]);
-	}
-	if (only)
-		return run_only(only, iters);
+	if (a.op)
+		return run_only(a.op, a.iters);
+	const int runs = a.runs;
+	const double min_ms = a.min_ms;
+	const bool tsv = a.tsv;
 
 	static struct coll_bench d, k;
 	const char *why = "unknown error";

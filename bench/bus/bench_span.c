@@ -56,6 +56,7 @@
 #include "tailbus/hist.h"
 #include "tailbus/producer.h"
 #include "bench_seg.h"
+#include "../bench_util.h"
 
 #define SPAN_BUS "bench-span"
 #define SPAN_THREAD "bench-span"
@@ -206,13 +207,14 @@ static const struct op ops[] = {
 #define OP_STORE 0
 #define OP_HDR 2
 
-static const struct op *find_op(const char *name)
+/* The operation's index in ops, or -1. */
+static int op_index(const char *name)
 {
 	for (size_t i = 0; i < N_OPS; i++) {
 		if (strcmp(ops[i].name, name) == 0)
-			return &ops[i];
+			return (int)i;
 	}
-	return NULL;
+	return -1;
 }
 
 /* ---- set-up ---- */
@@ -448,7 +450,7 @@ static int print_percall(struct span_bench *b, bool tsv)
 	}
 	printf("\n");
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
-		percall(b, find_op(names[k]), empty, call);
+		percall(b, &ops[op_index(names[k])], empty, call);
 		double base = (double)at_level(empty, PERCALL_SAMPLES, 50);
 		const char *series[] = {"empty pair", "pair around call", "call-empty"};
 		for (int s = 0; s < 3; s++) {
@@ -531,38 +533,10 @@ static void print_table(struct span_bench *b, const struct row *r, int runs, dou
 
 int main(int argc, char **argv)
 {
-	int runs = SPAN_RUNS_DEFAULT;
-	double min_ms = SPAN_MIN_MS_DEFAULT;
-	const struct op *only = NULL;
-	uint64_t iters = 0;
-	bool tsv = false, with_percall = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--tsv") == 0) {
-			tsv = true;
-		} else if (strcmp(a, "--percall") == 0) {
-			with_percall = true;
-		} else if (strcmp(a, "--runs") == 0 && v) {
-			runs = atoi(v), i++;
-		} else if (strcmp(a, "--min-ms") == 0 && v) {
-			min_ms = atof(v), i++;
-		} else if (strcmp(a, "--iters") == 0 && v) {
-			iters = strtoull(v, NULL, 10), i++;
-		} else if (strcmp(a, "--op") == 0 && v) {
-			if (!(only = find_op(v))) {
-				fprintf(stderr, "%s: unknown operation '%s'\n", argv[0], v);
-				return usage(argv[0]);
-			}
-			i++;
-		} else {
-			return usage(argv[0]);
-		}
-	}
-	if (runs < 1 || runs > BENCH_RUNS_MAX || min_ms <= 0 || (only && iters == 0)) {
-		fprintf(stderr, "%s: --runs must be 1..%d, --min-ms > 0, --op needs --iters N > 0\n",
-			argv[0], BENCH_RUNS_MAX);
+	struct bench_args a = {.runs = SPAN_RUNS_DEFAULT, .min_ms = SPAN_MIN_MS_DEFAULT};
+	if (bench_args_parse(&a, argc, argv, "--percall", op_index) < 0)
 		return usage(argv[0]);
-	}
+	const struct op *only = a.op ? &ops[a.op_index] : NULL;
 
 	static struct span_bench b; /* static: the input arrays are 96 KiB */
 	const char *why = "unknown error";
@@ -572,15 +546,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (only) {
-		run_only(&b, only, iters);
+		run_only(&b, only, a.iters);
 		bench_teardown(&b);
 		return 0;
 	}
 	double timer_ns = timer_cost_ns();
 	struct row r[N_OPS];
 	for (size_t i = 0; i < N_OPS; i++)
-		r[i] = measure(&b, &ops[i], runs, min_ms * BENCH_NS_PER_MS, timer_ns);
-	print_table(&b, r, runs, min_ms, timer_ns, tsv);
+		r[i] = measure(&b, &ops[i], a.runs, a.min_ms * BENCH_NS_PER_MS, timer_ns);
+	print_table(&b, r, a.runs, a.min_ms, timer_ns, a.tsv);
 	int status = 0;
 	for (size_t i = 0; i < N_OPS; i++) {
 		if (strcmp(ops[i].name, "span_full") != 0 && r[i].drops) {
@@ -589,11 +563,11 @@ int main(int argc, char **argv)
 			status = 1;
 		}
 	}
-	if (with_percall && print_percall(&b, tsv) < 0) {
+	if (a.own_switch && print_percall(&b, a.tsv) < 0) {
 		fprintf(stderr, "%s: out of memory for --percall\n", argv[0]);
 		status = 1;
 	}
-	if (!tsv)
+	if (!a.tsv)
 		printf("(checksum %" PRIu64 ")\n", b.checksum);
 	bench_teardown(&b);
 	return status;

@@ -40,6 +40,7 @@
 
 #include "tailbus/codec.h"
 #include "tailbus/hist.h"
+#include "../bench_util.h"
 
 /* Precomputed latencies: a power of two, so the index wraps with a mask, and
  * 32 KiB of int64, so the array stays in L1 and record is not timing misses. */
@@ -51,7 +52,6 @@
 #define BENCH_HIGH_NS 10000000.0 /* 10 ms */
 #define BENCH_RUNS_DEFAULT 11
 #define BENCH_MIN_MS_DEFAULT 50
-#define BENCH_RUNS_MAX 101
 #define NS_PER_SEC 1000000000.0
 #define NS_PER_MS 1000000.0
 
@@ -265,13 +265,14 @@ static struct figures measure(struct bench *b, const struct op *op, int runs, do
 	return f;
 }
 
-static const struct op *find_op(const char *name)
+/* The operation's index in ops, or -1. */
+static int op_index(const char *name)
 {
 	for (size_t i = 0; i < N_OPS; i++) {
 		if (strcmp(ops[i].name, name) == 0)
-			return &ops[i];
+			return (int)i;
 	}
-	return NULL;
+	return -1;
 }
 
 static int usage(const char *argv0)
@@ -286,36 +287,10 @@ static int usage(const char *argv0)
 
 int main(int argc, char **argv)
 {
-	int runs = BENCH_RUNS_DEFAULT;
-	double min_ms = BENCH_MIN_MS_DEFAULT;
-	const struct op *only = NULL;
-	uint64_t iters = 0;
-	int tsv = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--tsv") == 0) {
-			tsv = 1;
-		} else if (strcmp(a, "--runs") == 0 && v) {
-			runs = atoi(v), i++;
-		} else if (strcmp(a, "--min-ms") == 0 && v) {
-			min_ms = atof(v), i++;
-		} else if (strcmp(a, "--iters") == 0 && v) {
-			iters = strtoull(v, NULL, 10), i++;
-		} else if (strcmp(a, "--op") == 0 && v) {
-			if (!(only = find_op(v))) {
-				fprintf(stderr, "%s: unknown operation '%s'\n", argv[0], v);
-				return usage(argv[0]);
-			}
-			i++;
-		} else {
-			return usage(argv[0]);
-		}
-	}
-	if (runs < 1 || runs > BENCH_RUNS_MAX || min_ms <= 0 || (only && iters == 0)) {
-		fprintf(stderr, "%s: --runs must be 1..%d, --min-ms > 0, --op needs --iters N > 0\n",
-			argv[0], BENCH_RUNS_MAX);
+	struct bench_args a = {.runs = BENCH_RUNS_DEFAULT, .min_ms = BENCH_MIN_MS_DEFAULT};
+	if (bench_args_parse(&a, argc, argv, NULL, op_index) < 0)
 		return usage(argv[0]);
-	}
+	const struct op *only = a.op ? &ops[a.op_index] : NULL;
 
 	static struct bench b; /* static: the value array is 32 KiB */
 	if (bench_setup(&b) < 0) {
@@ -323,15 +298,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (only) {
-		only->run(&b, iters);
-		printf("%s x %" PRIu64 ": checksum %" PRIu64 "\n", only->name, iters, b.checksum);
+		only->run(&b, a.iters);
+		printf("%s x %" PRIu64 ": checksum %" PRIu64 "\n", only->name, a.iters, b.checksum);
 		bench_teardown(&b);
 		return 0;
 	}
 
 	struct figures f[N_OPS];
 	for (size_t i = 0; i < N_OPS; i++)
-		f[i] = measure(&b, &ops[i], runs, min_ms * NS_PER_MS);
+		f[i] = measure(&b, &ops[i], a.runs, a.min_ms * NS_PER_MS);
 	double base = f[0].median;
 	int32_t used = 0, top = -1;
 	for (int32_t i = 0; i < b.sample.counts_len; i++) {
@@ -343,20 +318,20 @@ int main(int argc, char **argv)
 	printf("# sample histogram: %" PRId64 " samples, %d of %d counters non-empty, "
 	       "highest non-empty index %d, inner %zu bytes, frame %zu bytes\n",
 	       b.sample.total, used, b.sample.counts_len, top, inner_len, b.frame_len);
-	if (tsv)
+	if (a.tsv)
 		printf("op\tmedian_ns\tmin_ns\tmax_ns\tx_baseline\titers\n");
 	else
 		printf("%-12s %12s %12s %12s %12s %12s\n", "operation", "median ns", "min ns",
 		       "max ns", "x baseline", "iters/run");
 	for (size_t i = 0; i < N_OPS; i++) {
-		const char *fmt = tsv ? "%s\t%.3f\t%.3f\t%.3f\t%.1f\t%" PRIu64 "\n"
-				      : "%-12s %12.3f %12.3f %12.3f %12.1f %12" PRIu64 "\n";
+		const char *fmt = a.tsv ? "%s\t%.3f\t%.3f\t%.3f\t%.1f\t%" PRIu64 "\n"
+					: "%-12s %12.3f %12.3f %12.3f %12.1f %12" PRIu64 "\n";
 		printf(fmt, ops[i].name, f[i].median, f[i].min, f[i].max, f[i].median / base,
 		       f[i].iters);
 	}
-	if (!tsv)
-		printf("(%d runs per operation, each >= %g ms; checksum %" PRIu64 ")\n", runs, min_ms,
-		       b.checksum);
+	if (!a.tsv)
+		printf("(%d runs per operation, each >= %g ms; checksum %" PRIu64 ")\n", a.runs,
+		       a.min_ms, b.checksum);
 	bench_teardown(&b);
 	return 0;
 }
