@@ -12,20 +12,54 @@
 static const char alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* The value of each alphabet character plus one; 0 marks a character outside
- * the alphabet, so one table lookup both decodes and checks (a log line's
- * payload is most of what a replay reads). */
-static const uint8_t sextet_plus_one[256] = {
-	['A'] = 1, ['B'] = 2, ['C'] = 3, ['D'] = 4, ['E'] = 5, ['F'] = 6, ['G'] = 7, ['H'] = 8,
-	['I'] = 9, ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15,
-	['P'] = 16, ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22,
-	['W'] = 23, ['X'] = 24, ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29,
-	['d'] = 30, ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35, ['j'] = 36,
-	['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42, ['q'] = 43,
-	['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48, ['w'] = 49, ['x'] = 50,
-	['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56, ['4'] = 57,
-	['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63, ['/'] = 64
-};
+/* A character's sextet, or -1 outside the alphabet: a constant expression,
+ * so the tables below are built by the compiler. */
+#define SEXTET(c)                                                                       \
+	((c) >= 'A' && (c) <= 'Z'   ? (c) - 'A'                                         \
+	 : (c) >= 'a' && (c) <= 'z' ? (c) - 'a' + 26                                    \
+	 : (c) >= '0' && (c) <= '9' ? (c) - '0' + 52                                    \
+	 : (c) == '+'               ? 62                                                \
+	 : (c) == '/'               ? 63                                                \
+				    : -1)
+#define EACH4(f, c) f(c), f((c) + 1), f((c) + 2), f((c) + 3)
+#define EACH16(f, c) EACH4(f, c), EACH4(f, (c) + 4), EACH4(f, (c) + 8), EACH4(f, (c) + 12)
+#define EACH64(f, c) EACH16(f, c), EACH16(f, (c) + 16), EACH16(f, (c) + 32), EACH16(f, (c) + 48)
+#define EACH256(f) {EACH64(f, 0), EACH64(f, 64), EACH64(f, 128), EACH64(f, 192)}
+
+/* The value of each character plus one; 0 marks a character outside the
+ * alphabet. Used for the last group, where '=' may appear. */
+#define PLUS_ONE(c) ((uint8_t)(SEXTET(c) + 1))
+static const uint8_t sextet_plus_one[256] = EACH256(PLUS_ONE);
+
+/* The whole groups, most of what a replay reads: for each of a group's four
+ * positions, every character's sextet already shifted to its place in the
+ * group's three bytes as they lie in memory (byte 0 first), so a group is
+ * four lookups ORed together and one 4-byte store. A character outside the
+ * alphabet gives bit 31 instead, which three bytes never reach: one test
+ * after the loop checks the whole text.  Group bits: aaaaaabb bbbbcccc ccdddddd */
+#define BAD_SEXTET 0x80000000u
+#define SX(c) ((uint32_t)SEXTET(c) & 63u)
+#define PUT(c, expr) (SEXTET(c) < 0 ? BAD_SEXTET : (expr))
+#define AT0(c) PUT(c, SX(c) << 2)
+#define AT1(c) PUT(c, SX(c) >> 4 | (SX(c) & 0xf) << 12)
+#define AT2(c) PUT(c, (SX(c) >> 2) << 8 | (SX(c) & 0x3) << 22)
+#define AT3(c) PUT(c, SX(c) << 16)
+static const uint32_t group_table[4][256] = {EACH256(AT0), EACH256(AT1), EACH256(AT2),
+					     EACH256(AT3)};
+
+static inline uint32_t group_bytes(const unsigned char *c)
+{
+	return group_table[0][c[0]] | group_table[1][c[1]] | group_table[2][c[2]] |
+	       group_table[3][c[3]];
+}
+
+static inline void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
 
 size_t tb_base64_encoded_len(size_t n)
 {
@@ -93,11 +127,31 @@ int tb_base64_decode(const char *in, size_t n, uint8_t *out, size_t cap, size_t 
 	}
 	if ((groups - 1) * 3 > cap)
 		return -ENOSPC;
-	for (size_t g = 0; g + 1 < groups; g++) {
-		const unsigned char *c = (const unsigned char *)in + 4 * g;
+	const unsigned char *c = (const unsigned char *)in;
+	/* all but the last group; the 4-byte store needs one byte past the
+	 * three, so the final whole group before the last goes the slow way
+	 * when the buffer ends right there */
+	size_t whole = groups - 1, g = 0;
+	uint32_t bad = 0;
+	if (whole > 0 && whole * 3 + 1 > cap)
+		whole--;
+	for (; g + 1 < whole; g += 2, c += 8, o += 6) {
+		uint32_t w0 = group_bytes(c), w1 = group_bytes(c + 4);
+		bad |= w0 | w1;
+		put_le32(out + o, w0);
+		put_le32(out + o + 3, w1);
+	}
+	for (; g < whole; g++, c += 4, o += 3) {
+		uint32_t w = group_bytes(c);
+		bad |= w;
+		put_le32(out + o, w);
+	}
+	if (bad & BAD_SEXTET) /* '=' included: padding only ends the text */
+		return -EINVAL;
+	for (; g + 1 < groups; g++, c += 4) {
 		uint8_t a = sextet_plus_one[c[0]], b = sextet_plus_one[c[1]];
 		uint8_t d = sextet_plus_one[c[2]], e = sextet_plus_one[c[3]];
-		if (!a || !b || !d || !e) /* '=' included: padding only ends the text */
+		if (!a || !b || !d || !e)
 			return -EINVAL;
 		uint32_t w = (uint32_t)(a - 1) << 18 | (uint32_t)(b - 1) << 12 |
 			     (uint32_t)(d - 1) << 6 | (uint32_t)(e - 1);

@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <zlib.h>
 
 #define COOKIE_BASE(c) ((c) & ~UINT32_C(0xf0))
@@ -267,8 +270,10 @@ struct v2_scan {
 };
 
 /* Add (sign +1) or take back (-1) the counts of n bytes of words that all
- * decode, at indices inside `counts`, index for index. Unsigned: taking
- * back what add_checked added restores each counter exactly. */
+ * decode, index for index; every non-zero count lies inside `counts` (a zero
+ * count need not: walk_v2_counts passes them beyond what it adds into, so
+ * they are skipped). Unsigned: taking back what walk_v2_counts added
+ * restores each counter exactly. */
 static void add_v2_counts(const uint8_t *p, size_t n, int64_t *counts, int sign)
 {
 	int64_t index = 0;
@@ -278,10 +283,62 @@ static void add_v2_counts(const uint8_t *p, size_t n, int64_t *counts, int sign)
 		if (v < 0) {
 			index -= v;
 		} else {
+			/* a zero count may lie past what the walk added into */
 			uint64_t d = sign > 0 ? (uint64_t)v : -(uint64_t)v;
-			counts[index] = (int64_t)((uint64_t)counts[index] + d);
+			if (d)
+				counts[index] = (int64_t)((uint64_t)counts[index] + d);
 			index++;
 		}
+	}
+}
+
+#define BYTES(b) (0x0101010101010101u * (b))
+
+/* The sums of the eight bytes of a and of b (SSE2's sum of absolute
+ * differences against zero: one instruction for both). */
+static inline void byte_sums(uint64_t a, uint64_t b, int64_t *sum_a, int64_t *sum_b)
+{
+#ifdef __SSE2__
+	__m128i s = _mm_sad_epu8(_mm_set_epi64x((long long)b, (long long)a), _mm_setzero_si128());
+	*sum_a = _mm_cvtsi128_si64(s);
+	*sum_b = _mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s));
+#else
+	uint64_t pa = (a & 0x00ff00ff00ff00ffu) + ((a >> 8) & 0x00ff00ff00ff00ffu);
+	uint64_t pb = (b & 0x00ff00ff00ff00ffu) + ((b >> 8) & 0x00ff00ff00ff00ffu);
+	*sum_a = (int64_t)((pa * 0x0001000100010001u) >> 48);
+	*sum_b = (int64_t)((pb * 0x0001000100010001u) >> 48);
+#endif
+}
+
+/* Eight one-byte words taken at once from `index`: their counts and zero
+ * runs (length - 1), a byte each. */
+struct v2_block {
+	int64_t index;
+	uint64_t cnts, runs;
+};
+
+/* Four bytes (the low half of x) spread to four 16-bit lanes. */
+static inline uint64_t lanes16(uint64_t x)
+{
+	x = (x | x << 16) & 0x0000ffff0000ffffu;
+	return (x | x << 8) & 0x00ff00ff00ff00ffu;
+}
+
+/* Add the counts of eight one-byte words from `index`, known to end inside
+ * `counts`: cnts holds each count word's count and runs each zero-run
+ * word's length - 1 (a byte each, below 64, first word lowest). Word k lies
+ * at index + k + the runs before it: prefix sums in 16-bit lanes, then
+ * eight independent adds (a zero-run word adds 0), with no branch. */
+static inline void add_block(uint64_t cnts, uint64_t runs, int64_t index, int64_t *counts)
+{
+	uint64_t lo = lanes16(runs & 0xffffffffu), hi = lanes16(runs >> 32);
+	uint64_t before_hi = (lo * 0x0001000100010001u) >> 48;
+	uint64_t at[2] = {lo * 0x0001000100010000u,
+			  hi * 0x0001000100010000u + before_hi * 0x0001000100010001u};
+	for (int k = 0; k < 8; k++) {
+		int64_t skip = (int64_t)((at[k / 4] >> 16 * (k % 4)) & 0xffff);
+		int64_t *c = &counts[index + k + skip];
+		*c = (int64_t)((uint64_t)*c + ((cnts >> 8 * k) & 0x7f));
 	}
 }
 
@@ -297,9 +354,41 @@ static int walk_v2_counts(const uint8_t *p, size_t n, int32_t counts_len, int64_
 {
 	/* locals, not *s: the count stores below could alias it */
 	int64_t index = 0, total = 0, first = -1, last = -1;
+	struct v2_block last_block = {0, 0, 0}; /* the last block with a count, if after `last` */
 	int rc = 0;
 	size_t pos = 0;
 	while (pos < n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* Most words are one byte (small counts, short zero runs): eight
+		 * of them are checked at once, once the first count is known (its
+		 * rule is the byte loop's). The index only grows, so one that ends
+		 * inside the layout kept every word inside it; a block that does
+		 * not passes to the byte loop, which names the error. */
+		if (first >= 0 && n - pos >= 8) {
+			uint64_t w;
+			memcpy(&w, p + pos, sizeof(w));
+			if ((w & BYTES(0x80)) == 0) {
+				uint64_t run = (w & BYTES(1)) * 0xff; /* 0xff on zero-run words */
+				uint64_t mag = (w >> 1) & BYTES(0x7f);
+				uint64_t runs = mag & run, cnts = mag & ~run; /* run: length - 1 */
+				int64_t run_sum, cnt_sum, t;
+				byte_sums(runs, cnts, &run_sum, &cnt_sum);
+				int64_t end = index + 8 + run_sum;
+				if (end <= counts_len && (!counts || end <= add_len) &&
+				    !__builtin_add_overflow(total, cnt_sum, &t)) {
+					total = t;
+					if (counts)
+						add_block(cnts, runs, index, counts);
+					if (cnts) { /* where its last count lies: worked out once, at the end */
+						last_block = (struct v2_block){index, cnts, runs};
+					}
+					index = end;
+					pos += 8;
+					continue;
+				}
+			}
+		}
+#endif
 		int64_t v = 0;
 		size_t used;
 		if (p[pos] < 0x80) { /* most words: one byte */
@@ -339,9 +428,17 @@ static int walk_v2_counts(const uint8_t *p, size_t n, int32_t counts_len, int64_
 			if (first < 0 && index > 0)
 				first = index;
 			last = index;
+			last_block.cnts = 0;
 		}
 		index++;
 		pos += used;
+	}
+	if (last_block.cnts) {
+		int k = (63 - __builtin_clzll(last_block.cnts)) / 8;
+		uint64_t runs_before = last_block.runs & ((1ull << 8 * k) - 1);
+		int64_t skipped, unused;
+		byte_sums(runs_before, 0, &skipped, &unused);
+		last = last_block.index + k + skipped;
 	}
 	*s = (struct v2_scan){total, (int32_t)first, (int32_t)last};
 	if (rc != 0 && counts)

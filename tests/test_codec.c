@@ -322,6 +322,73 @@ static void base64_round_trips_every_length(void **state)
 	assert_int_equal(tb_base64_decode("QQ==QQ==", 8, out, sizeof(out), &olen), -EINVAL);
 }
 
+/* The decoder against a slow one written from RFC 4648: every character
+ * value at every position of a text with whole groups on both sides, and
+ * output buffers of exactly the decoded length, guarded on both ends. */
+static int slow_sextet(int c)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *at = c ? strchr(abc, c) : NULL;
+	return at ? (int)(at - abc) : -1;
+}
+
+static void base64_decode_matches_a_slow_decoder(void **state)
+{
+	(void)state;
+	char text[41] = "TWFueSBoYW5kcyBtYWtlIGxpZ2h0IHdvcmsuQUJD"; /* 40 chars, 10 groups */
+	uint8_t guard[48 + 2];
+	for (size_t pos = 0; pos < 40; pos++) {
+		for (int c = 0; c < 256; c++) {
+			char t[41];
+			memcpy(t, text, sizeof(t));
+			t[pos] = (char)c;
+			uint8_t want[30];
+			bool ok = true;
+			for (size_t g = 0; g < 10 && ok; g++) {
+				uint32_t w = 0;
+				for (int k = 0; k < 4; k++) {
+					int s = slow_sextet((unsigned char)t[4 * g + (size_t)k]);
+					ok = ok && s >= 0;
+					w = w << 6 | (uint32_t)(s & 63);
+				}
+				want[3 * g] = (uint8_t)(w >> 16);
+				want[3 * g + 1] = (uint8_t)(w >> 8);
+				want[3 * g + 2] = (uint8_t)w;
+			}
+			/* '=' is valid padding only in the last group's last two */
+			if (c == '=' && pos >= 38)
+				continue;
+			memset(guard, 0xa5, sizeof(guard));
+			size_t len = 0;
+			int rc = tb_base64_decode(t, 40, guard + 1, 30, &len);
+			if (!ok) {
+				assert_int_equal(rc, -EINVAL);
+				continue;
+			}
+			assert_int_equal(rc, 0);
+			assert_int_equal(len, 30);
+			assert_memory_equal(guard + 1, want, 30);
+			assert_int_equal(guard[0], 0xa5);
+			assert_int_equal(guard[31], 0xa5);
+		}
+	}
+	/* every length, decoded into exactly its size */
+	uint8_t in[64], out[64 + 1];
+	char t[128];
+	for (size_t n = 1; n < sizeof(in); n++) {
+		for (size_t i = 0; i < n; i++)
+			in[i] = (uint8_t)(i * 91 + 7);
+		size_t tlen, olen;
+		assert_int_equal(tb_base64_encode(in, n, t, sizeof(t), &tlen), 0);
+		memset(out, 0x5a, sizeof(out));
+		assert_int_equal(tb_base64_decode(t, tlen, out, n, &olen), 0);
+		assert_int_equal(olen, n);
+		assert_memory_equal(out, in, n);
+		assert_int_equal(out[n], 0x5a);
+	}
+}
+
 static void decoder_reuses_a_histogram_of_the_same_layout(void **state)
 {
 	(void)state;
@@ -448,6 +515,7 @@ int main(void)
 		cmocka_unit_test(decoder_rejects_bad_inner_buffers),
 		cmocka_unit_test(decoder_rejects_bad_frames),
 		cmocka_unit_test(base64_round_trips_every_length),
+		cmocka_unit_test(base64_decode_matches_a_slow_decoder),
 		cmocka_unit_test(decoder_reuses_a_histogram_of_the_same_layout),
 		cmocka_unit_test(decode_add_equals_decode_then_add_growing),
 		cmocka_unit_test(decode_add_refuses_without_touching_the_merge),

@@ -140,6 +140,53 @@ static int decode_fixed_length(const uint8_t *data, size_t size, tb_hist *h, con
 	return rc;
 }
 
+/* What replay does with a line, against what tb_v2_decode did with its
+ * frame (rc, why, and h when rc is 0): tb_v2_check_base64 must give the
+ * same verdict, and tb_v2_decode_base64_add into a merge that already holds
+ * counts (laid out smaller, so it must grow for most payloads) must equal
+ * that merge plus h by tb_hist_add_growing, or refuse and leave it as it
+ * was (-ERANGE, a layout it does not take; -EOVERFLOW, a total past
+ * INT64_MAX). */
+static void check_base64_paths(const uint8_t *frame, size_t len, int rc, const char *why,
+			       const tb_hist *h)
+{
+	size_t cap = tb_base64_encoded_len(len) + 1, tlen = 0;
+	char *text = malloc(cap);
+	FUZZ_CHECK(text != NULL, "out of memory for %zu bytes", cap);
+	FUZZ_CHECK(tb_base64_encode(frame, len, text, cap, &tlen) == 0, "base64 encode failed");
+
+	const char *why2 = NULL;
+	int rc2 = tb_v2_check_base64(text, tlen, &why2);
+	FUZZ_CHECK(rc2 == rc, "tb_v2_check_base64 returned %d, tb_v2_decode %d", rc2, rc);
+	if (rc < 0)
+		FUZZ_CHECK(strcmp(why, why2) == 0, "check says '%s', decode says '%s'", why2, why);
+
+	tb_hist merge = {0}, want = {0};
+	int sig = rc == 0 ? h->sig_digits : 3;
+	int64_t lowest = rc == 0 ? h->lowest : 1;
+	FUZZ_CHECK(tb_hist_init(&merge, lowest, 2 * lowest, sig) == 0, "merge init failed");
+	FUZZ_CHECK(tb_hist_record_n(&merge, lowest, 3) == 0, "merge record failed");
+	FUZZ_CHECK(tb_hist_init_like(&want, &merge) == 0, "copy init failed");
+	FUZZ_CHECK(tb_hist_add(&want, &merge) == 0, "copy failed");
+	int rc3 = tb_v2_decode_base64_add(text, tlen, &merge, &why2);
+	int64_t sum;
+	if (rc == 0 && rc3 == -EOVERFLOW) {
+		FUZZ_CHECK(__builtin_add_overflow(want.total, h->total, &sum),
+			   "-EOVERFLOW adding a total of %lld to %lld", (long long)h->total,
+			   (long long)want.total);
+	} else if (rc == 0 && rc3 != -ERANGE) { /* -ERANGE: a V1 payload, not this path's */
+		FUZZ_CHECK(rc3 == 0, "tb_v2_decode_base64_add returned %d (%s)", rc3, why2);
+		FUZZ_CHECK(tb_hist_add_growing(&want, h) == 0, "add_growing failed");
+	} else if (rc != 0) { /* -ERANGE: refused on its layout before the counts are read */
+		FUZZ_CHECK(rc3 == rc || rc3 == -ERANGE,
+			   "tb_v2_decode_base64_add returned %d, tb_v2_decode %d", rc3, rc);
+	}
+	fuzz_check_same(&want, &merge, "tb_v2_decode_base64_add against decode + add_growing");
+	tb_hist_free(&want);
+	tb_hist_free(&merge);
+	free(text);
+}
+
 /* The input compressed into a frame: random bytes behind a valid zlib stream
  * reach what tb_v2_decode checks after inflating (the declared payload length
  * against the inflated size, the inner cookie against the frame's). The
@@ -170,6 +217,7 @@ static int decode_compressed(const uint8_t *data, size_t size, tb_hist *h, const
 	put_be32(frame, v1 ? FUZZ_V1_FRAME_COOKIE : TB_V2_COMPRESSED_COOKIE);
 	put_be32(frame + 4, (uint32_t)zlen);
 	int rc = tb_v2_decode(frame, TB_V2_FRAME_HEADER_SIZE + zlen, h, why);
+	check_base64_paths(frame, TB_V2_FRAME_HEADER_SIZE + zlen, rc, *why, h);
 	free(frame);
 	return rc;
 }
