@@ -10,6 +10,10 @@
  * that fails says so in its entry and exits non-zero, and the parent gives
  * up waiting for it.
  *
+ * Options (bench_procs_parse): the producers' ones both programs take,
+ * --seconds S --procs N --rate R --cpus LIST (--cpu C) --yield, and each
+ * program's own through a callback.
+ *
  * Pacing (--rate R events/s per producer): events go out in batches of
  * BENCH_PACE_BATCH; batch k is due at start + k * BENCH_PACE_BATCH / R, and
  * the producer spins on the clock until then (with sched_yield() in the
@@ -38,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_bus.h"
+
 #define BENCH_PROCS_MAX 64
 #define BENCH_CACHELINE 64
 /* Events per paced batch: at 1 M events/s one batch every 64 us, at 100 M/s
@@ -51,6 +57,16 @@
 /* How long after its window a paced producer may still send the batches
  * that were due in it. */
 #define BENCH_PACE_GRACE_NS 1000000000
+
+/* The producers' options. */
+struct bench_procs_opts {
+	double seconds; /* each producer's window */
+	int procs;      /* producer processes, each its own ring */
+	double rate;    /* events/s per producer; 0: full speed */
+	bool yield;     /* sched_yield() in the pacing spin (producers share a CPU) */
+	int cpus[BENCH_PROCS_MAX];
+	int ncpus; /* 0: not pinned */
+};
 
 /* One worker's counters: the producer's own, the window it ran, and its
  * time on a CPU and waiting for one meanwhile (schedstat). */
@@ -132,6 +148,67 @@ static inline int bench_parse_cpus(const char *s, int *cpus, int cap)
 	return n ? n : -1;
 }
 
+/* Defaults: one producer at full speed for `seconds`, not pinned. */
+static inline struct bench_procs_opts bench_procs_opts_default(double seconds)
+{
+	struct bench_procs_opts o;
+	memset(&o, 0, sizeof(o));
+	o.seconds = seconds;
+	o.procs = 1;
+	return o;
+}
+
+/* argv[*i], if it is one of the producers' options: 1, its value taken (*i
+ * moved onto it); 0 when it is not one; -1 on a malformed CPU list. */
+static inline int bench_procs_opt(struct bench_procs_opts *o, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	if (strcmp(a, "--yield") == 0) {
+		o->yield = true;
+		return 1;
+	}
+	if (!v)
+		return 0;
+	if (strcmp(a, "--seconds") == 0)
+		o->seconds = atof(v);
+	else if (strcmp(a, "--procs") == 0)
+		o->procs = atoi(v);
+	else if (strcmp(a, "--rate") == 0)
+		o->rate = atof(v);
+	else if (strcmp(a, "--cpus") == 0 || strcmp(a, "--cpu") == 0) {
+		o->ncpus = bench_parse_cpus(v, o->cpus, BENCH_PROCS_MAX);
+		if (o->ncpus < 0)
+			return -1;
+	} else
+		return 0;
+	(*i)++;
+	return 1;
+}
+
+static inline bool bench_procs_opts_valid(const struct bench_procs_opts *o)
+{
+	return o->seconds > 0 && o->procs >= 1 && o->procs <= BENCH_PROCS_MAX && o->rate >= 0;
+}
+
+/* A program's own option `a` (its value `v`, NULL at the end of argv): 1
+ * when taken (*i moved onto v if it took v), 0 when not one of its own. */
+typedef int bench_opt_fn(void *ctx, const char *a, const char *v, int *i);
+
+/* argv: the producers' options into *o, every other one through own().
+ * 0, or -1 on an unknown or malformed option or invalid producer options. */
+static inline int bench_procs_parse(int argc, char **argv, struct bench_procs_opts *o,
+				    bench_opt_fn *own, void *ctx)
+{
+	for (int i = 1; i < argc; i++) {
+		int rc = bench_procs_opt(o, argc, argv, &i);
+		if (rc == 0)
+			rc = own(ctx, argv[i], i + 1 < argc ? argv[i + 1] : NULL, &i);
+		if (rc <= 0)
+			return -1;
+	}
+	return bench_procs_opts_valid(o) ? 0 : -1;
+}
+
 /* Worker side: ready, then wait for the start time and spin up to it.
  * Returns the start time, or 0 when the parent gave up. */
 static inline int64_t bench_procs_go(struct bench_procs *c)
@@ -151,6 +228,51 @@ static inline void bench_procs_fail(struct bench_procs *c, int i)
 {
 	c->res[i].done = -1;
 	__atomic_add_fetch(&c->failed, 1, __ATOMIC_RELEASE);
+}
+
+/* Producer i pinned to the i-th CPU of --cpus (round robin); -1, said and
+ * marked failed, when it cannot be. */
+static inline int bench_procs_pin_producer(const struct bench_procs_opts *o, struct bench_procs *c,
+					   int i, const char *who)
+{
+	int rc = o->ncpus ? bench_pin(o->cpus[i % o->ncpus]) : 0;
+	if (rc < 0) {
+		fprintf(stderr, "%s: sched_setaffinity: %s\n", who, strerror(-rc));
+		bench_procs_fail(c, i);
+		return -1;
+	}
+	return 0;
+}
+
+/* Worker i's counters for its window [start, end], and its schedstat since
+ * `from` (taken at its start). */
+static inline void bench_procs_report(struct bench_procs *c, int i, uint64_t attempted,
+				      uint64_t written, uint64_t dropped, uint64_t start,
+				      uint64_t end, struct bench_sched from)
+{
+	struct bench_sched to = bench_sched_now();
+	c->res[i] = (struct bench_proc_result){
+		.attempted = attempted, .written = written, .dropped = dropped,
+		.elapsed_ns = end - start, .run_ns = to.run_ns - from.run_ns,
+		.wait_ns = to.wait_ns - from.wait_ns, .done = 1};
+}
+
+/* Parent side: fork worker i, which runs fn(arg, c, i) and exits with what
+ * it returns. Its pid, or -1 (said, and the worker marked failed). */
+typedef int bench_worker_fn(const void *arg, struct bench_procs *c, int i);
+
+static inline pid_t bench_procs_fork(struct bench_procs *c, int i, bench_worker_fn *fn,
+				     const void *arg, const char *who)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(fn(arg, c, i));
+	if (pid < 0) {
+		fprintf(stderr, "%s: fork: %s\n", who, strerror(errno));
+		bench_procs_fail(c, i);
+	}
+	return pid;
 }
 
 /* Parent side: wait until `n` workers are ready, then set the start time.
@@ -184,6 +306,17 @@ static inline int bench_procs_reap(const pid_t *pids, int n)
 			bad = 1;
 	}
 	return bad ? -1 : 0;
+}
+
+/* Parent side, once the producers [0, n) (pids[i] each, <= 0 where a fork
+ * failed) and any other workers are forked: start all `ready` of them, reap
+ * the producers, then set `stop` for the others. 0, or -1 when one failed. */
+static inline int bench_procs_run(struct bench_procs *c, const pid_t *pids, int n, uint32_t ready)
+{
+	int started = bench_procs_start(c, ready);
+	int reaped = bench_procs_reap(pids, n);
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+	return started < 0 || reaped < 0 ? -1 : 0;
 }
 
 /* Sum of workers [0, n): counters added, elapsed the longest. */

@@ -3,15 +3,17 @@
  * the same two cores, with nothing else done to them. What the collector
  * achieves is quoted as a share of this (bench/bus/run).
  *
- *   ceiling [--seconds S] [--procs N] [--rate R] [--cpus LIST]
- *           [--consumer-cpu C] [--ring-events E] [--yield]
+ *   ceiling [--seconds S] [--procs N] [--rate R] [--cpus LIST] [--yield]
+ *           [--consumer-cpu C] [--ring-events E] [--idle-us U]
+ *           [--backoff-ns B] [--stats]
  *
  * Producers: N processes (default 1), each with its own ring, pinned and
- * started as flood's are (bench_procs.h); each writes events shaped as
- * tb_span's (kind SPAN, one of CEIL_METRICS metrics, the latencies of
- * bench_bus.h, w1 = intended), at full speed with one clock read per
- * CEIL_CHUNK events, or paced at --rate R events/s per producer exactly as
- * flood paces. A full ring drops the event and counts it, as tb_span does.
+ * started as flood's are (bench_procs.h, which also parses the options the
+ * two share); each writes events shaped as tb_span's (kind SPAN, one of
+ * CEIL_METRICS metrics, the latencies of bench_bus.h, w1 = intended), at
+ * full speed with one clock read per CEIL_CHUNK events, or paced at --rate R
+ * events/s per producer exactly as flood paces. A full ring drops the event
+ * and counts it, as tb_span does.
  *
  * The ring: E events (default TB_SEG_DEFAULT_RING_EVENTS, the bus's), a
  * producer index and a consumer index on cache lines of their own, free-
@@ -21,18 +23,40 @@
  * instead of loading the consumer's line for every event, and publishes its
  * index after every event, as an event must become visible at once.
  *
- * Consumer: one process pinned to --consumer-cpu (default 1), round robin
- * over the rings as tailbusd's drain pass goes over a bus's slots: every
- * pass visits TB_SEG_DEFAULT_SLOTS rings (those without a producer stay
- * empty), and each visit loads the ring's producer index (acquire), copies
- * at most CEIL_BATCH events (tailbusd's batch) into a small private buffer,
- * one by one (no decode, no histogram), and stores the consumer index
- * (release). The cadence matters as much as the copy: a consumer that
- * re-reads one ring's producer index as fast as it can pulls that line away
- * from the producer, which writes it for every event, and slows the
- * producer several times over (this ceiling did so at first and measured a
- * seventh of tailbusd's rate). It runs until the producers have finished
- * and the rings are empty.
+ * Consumer: one process pinned to --consumer-cpu (default 1), in
+ * tailbusd's loop (tb_collector_run, tb_collector_drain_pass): a pass reads
+ * the clock, then visits TB_SEG_DEFAULT_SLOTS rings (those without a
+ * producer stay empty, one index load each as a free slot's state is);
+ * each visit loads the ring's producer index (acquire), copies at most
+ * CEIL_BATCH events (tailbusd's batch) into a small private buffer, one by
+ * one (no decode, no histogram), and stores the consumer index (release);
+ * after the pass the clock is read again (tailbusd's deadline checks), and
+ * a pass that found nothing sleeps --idle-us U if given (tailbusd --idle-us;
+ * bench/bus/run runs both busy-polling). While a ring holds a batch or more,
+ * this is tailbusd's cadence exactly, with a copy for each event's work.
+ *
+ * One rule is added, and why: after a pass in which no ring gave a whole
+ * batch (the consumer has caught up), the consumer spins on its own clock
+ * for --backoff-ns B (default CEIL_BACKOFF_NS, about what one whole batch
+ * costs tailbusd) before the next pass. A caught-up consumer that visits
+ * again at once pulls the producer's index line and the event line being
+ * written away from it on every pass, which slows a producer at full speed
+ * 10-30 times (seen attempting 17-34 M events/s instead of ~500 M/s);
+ * the slowed producer is then easy to keep up with, so the consumer stays
+ * caught up for good: a second, stable state. tailbusd, at 7 ns of work an
+ * event, cannot keep up even with the slowed producer and is back to whole
+ * batches within a few passes (all its visits that take anything take a
+ * whole batch, in the runs counted); the copy, cheaper, can, and without
+ * the back-off the ceiling fell into that state in most runs on a shared
+ * machine, below tailbusd's own rate. The back-off
+ * never delays a pass while the producers are ahead (every pass then takes
+ * a whole batch), so the figure is still the copy at tailbusd's cadence,
+ * the best a consumer that visits as tailbusd does can do; --backoff-ns 0
+ * gives the bare loop, to see the other state. It runs until the producers
+ * have finished and the rings are empty.
+ *
+ * --stats prints to stderr the consumer's passes, the passes it backed off
+ * after, the visits that took events and those that took a whole batch.
  *
  * Prints one line: attempted written dropped elapsed_ns run_ns wait_ns
  * consumed consumer_run_ns consumer_wait_ns - the first six as flood prints
@@ -54,6 +78,8 @@
 #define CEIL_METRICS 4   /* as flood's default */
 #define CEIL_SINK 64     /* the consumer's private buffer, events (1 KiB) */
 #define CEIL_BATCH 256   /* events per visit: tailbusd's TB_COLLECTOR_BATCH */
+#define CEIL_HOUSEKEEP_NS 100000000LL /* tailbusd's TB_COLLECTOR_HOUSEKEEP_NS */
+#define CEIL_BACKOFF_NS 2000 /* about one whole batch's visit of tailbusd's */
 #define CEIL_DEFAULT_SECONDS 3.0
 #define CEIL_CONSUMER_CPU 1
 
@@ -65,13 +91,11 @@ struct ceil_ring {
 #define CEIL_RING_HEADER ((sizeof(struct ceil_ring) + BENCH_CACHELINE - 1) / BENCH_CACHELINE * BENCH_CACHELINE)
 
 struct ceiling {
-	double seconds;
-	int procs;
-	double rate;
-	bool yield;
-	int cpus[BENCH_PROCS_MAX];
-	int ncpus;
+	struct bench_procs_opts p; /* --seconds --procs --rate --cpus --yield */
 	int consumer_cpu;
+	int64_t idle_ns; /* sleep after a pass that found nothing; 0: busy-poll */
+	int64_t backoff_ns; /* pause after a pass with no whole batch; 0: none */
+	bool stats;
 	int rings_visited; /* per pass: max(procs, TB_SEG_DEFAULT_SLOTS) */
 	uint64_t events; /* per ring, a power of two */
 	uint8_t *rings;  /* shared: procs x stride */
@@ -129,10 +153,10 @@ static uint64_t run_full(struct producer *w, uint64_t end)
 static uint64_t run_paced(struct producer *w, const struct ceiling *o, uint64_t start,
 			  uint64_t end)
 {
-	struct bench_pace pace = bench_pace_init(start, o->rate, o->yield);
+	struct bench_pace pace = bench_pace_init(start, o->p.rate, o->p.yield);
 	uint64_t now = start;
 	uint32_t k = 0;
-	uint64_t total = bench_pace_total(o->rate, o->seconds), late = end + BENCH_PACE_GRACE_NS;
+	uint64_t total = bench_pace_total(o->p.rate, o->p.seconds), late = end + BENCH_PACE_GRACE_NS;
 	while (pace.batches < total && (now = (uint64_t)bench_mono_ns()) < late) {
 		if (!bench_pace_due(&pace, now))
 			continue;
@@ -144,14 +168,12 @@ static uint64_t run_paced(struct producer *w, const struct ceiling *o, uint64_t 
 	return now;
 }
 
-static int producer_main(const struct ceiling *o, struct bench_procs *ctl, int i)
+static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 {
+	const struct ceiling *o = arg;
 	static struct producer w;
-	if (o->ncpus && bench_pin(o->cpus[i % o->ncpus]) < 0) {
-		perror("ceiling: sched_setaffinity");
-		bench_procs_fail(ctl, i);
+	if (bench_procs_pin_producer(&o->p, ctl, i, "ceiling") < 0)
 		return 1;
-	}
 	w.r = ring_of(o, i);
 	w.ev = events_of(o, i);
 	w.mask = o->events - 1;
@@ -167,13 +189,9 @@ static int producer_main(const struct ceiling *o, struct bench_procs *ctl, int i
 	if (bench_procs_go(ctl) == 0)
 		return 1;
 	struct bench_sched sched = bench_sched_now();
-	uint64_t start = (uint64_t)bench_mono_ns(), end = start + (uint64_t)(o->seconds * BENCH_NS_PER_SEC);
-	uint64_t now = o->rate > 0 ? run_paced(&w, o, start, end) : run_full(&w, end);
-	struct bench_sched after = bench_sched_now();
-	ctl->res[i] = (struct bench_proc_result){
-		.attempted = w.attempted, .written = w.attempted - w.dropped, .dropped = w.dropped,
-		.elapsed_ns = now - start, .run_ns = after.run_ns - sched.run_ns,
-		.wait_ns = after.wait_ns - sched.wait_ns, .done = 1};
+	uint64_t start = (uint64_t)bench_mono_ns(), end = start + (uint64_t)(o->p.seconds * BENCH_NS_PER_SEC);
+	uint64_t now = o->p.rate > 0 ? run_paced(&w, o, start, end) : run_full(&w, end);
+	bench_procs_report(ctl, i, w.attempted, w.attempted - w.dropped, w.dropped, start, now, sched);
 	return 0;
 }
 
@@ -203,11 +221,37 @@ static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, tb_event
 	return n;
 }
 
-static int consumer_main(const struct ceiling *o, struct bench_procs *ctl)
+/* What the consumer did, for --stats. */
+struct pass_stats {
+	uint64_t passes, short_passes, visits, full_visits;
+};
+
+/* One pass, as tb_collector_drain_pass: the clock read it stamps the pass
+ * with (a copy needs no time: it is read and left), then every slot. Returns
+ * the events copied; *full: whether some ring gave a whole batch. */
+static uint64_t consume_pass(const struct ceiling *o, uint64_t *tails, tb_event *sink, bool *full,
+			     struct pass_stats *st)
 {
+	uint64_t got = 0;
+	(void)bench_mono_ns();
+	*full = false;
+	for (int i = 0; i < o->rings_visited; i++) {
+		uint64_t n = consume(o, i, &tails[i], sink);
+		got += n;
+		*full |= n == CEIL_BATCH;
+		st->visits += n > 0;
+		st->full_visits += n == CEIL_BATCH;
+	}
+	return got;
+}
+
+static int consumer_main(const void *arg, struct bench_procs *ctl, int me)
+{
+	const struct ceiling *o = arg;
 	static tb_event sink[CEIL_SINK];
 	uint64_t tails[BENCH_PROCS_MAX + TB_SEG_DEFAULT_SLOTS] = {0}, consumed = 0;
-	int me = o->procs;
+	struct timespec idle = {0, (long)o->idle_ns};
+	struct pass_stats st = {0, 0, 0, 0};
 	if (bench_pin(o->consumer_cpu) < 0) {
 		perror("ceiling: consumer sched_setaffinity");
 		bench_procs_fail(ctl, me);
@@ -215,16 +259,36 @@ static int consumer_main(const struct ceiling *o, struct bench_procs *ctl)
 	}
 	__atomic_add_fetch(&ctl->ready, 1, __ATOMIC_RELEASE);
 	struct bench_sched sched = bench_sched_now();
+	int64_t next_housekeep = bench_mono_ns() + CEIL_HOUSEKEEP_NS;
 	for (;;) {
-		bool stop = __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE) != 0;
-		uint64_t got = 0;
-		for (int i = 0; i < o->rings_visited; i++)
-			got += consume(o, i, &tails[i], sink);
+		bool stop = __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE) != 0, full;
+		uint64_t got = consume_pass(o, tails, sink, &full, &st);
 		consumed += got;
+		st.passes++;
+		/* tb_collector_run's clock read after each pass, for its interval
+		 * close and housekeeping deadlines; what they do is not copying */
+		int64_t mono = bench_mono_ns();
+		if (mono >= next_housekeep)
+			next_housekeep = mono + CEIL_HOUSEKEEP_NS;
 		if (stop && got == 0)
 			break;
+		if (got == 0 && o->idle_ns > 0) {
+			nanosleep(&idle, NULL); /* tailbusd --idle-us */
+		} else if (!full && o->backoff_ns > 0) {
+			/* caught up: let the producers run free a moment (on the clock,
+			 * touching no line of theirs) rather than pull their index and
+			 * event lines away every pass; see the header */
+			st.short_passes++;
+			while (bench_mono_ns() - mono < o->backoff_ns)
+				bench_cpu_relax();
+		}
 	}
 	struct bench_sched after = bench_sched_now();
+	if (o->stats)
+		fprintf(stderr, "ceiling: %" PRIu64 " passes, %" PRIu64 " backed off; %" PRIu64
+			" visits took events, %" PRIu64 " a whole batch; %.1f events a visit\n",
+			st.passes, st.short_passes, st.visits, st.full_visits,
+			st.visits ? (double)consumed / (double)st.visits : 0.0);
 	ctl->res[me].consumed = consumed;
 	ctl->res[me].run_ns = after.run_ns - sched.run_ns;
 	ctl->res[me].wait_ns = after.wait_ns - sched.wait_ns;
@@ -234,34 +298,31 @@ static int consumer_main(const struct ceiling *o, struct bench_procs *ctl)
 
 /* ---- main ---- */
 
+static int option(void *ctx, const char *a, const char *v, int *i)
+{
+	struct ceiling *o = ctx;
+	if (strcmp(a, "--stats") == 0)
+		o->stats = true;
+	else if (strcmp(a, "--consumer-cpu") == 0 && v)
+		o->consumer_cpu = atoi(v), (*i)++;
+	else if (strcmp(a, "--idle-us") == 0 && v)
+		o->idle_ns = atoll(v) * 1000, (*i)++;
+	else if (strcmp(a, "--backoff-ns") == 0 && v)
+		o->backoff_ns = atoll(v), (*i)++;
+	else if (strcmp(a, "--ring-events") == 0 && v)
+		o->events = strtoull(v, NULL, 10), (*i)++;
+	else
+		return 0;
+	return 1;
+}
+
 static int parse(int argc, char **argv, struct ceiling *o)
 {
-	*o = (struct ceiling){.seconds = CEIL_DEFAULT_SECONDS, .procs = 1,
-			      .consumer_cpu = CEIL_CONSUMER_CPU,
+	*o = (struct ceiling){.p = bench_procs_opts_default(CEIL_DEFAULT_SECONDS),
+			      .consumer_cpu = CEIL_CONSUMER_CPU, .backoff_ns = CEIL_BACKOFF_NS,
 			      .events = TB_SEG_DEFAULT_RING_EVENTS};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--yield") == 0)
-			o->yield = true;
-		else if (strcmp(a, "--seconds") == 0 && v)
-			o->seconds = atof(v), i++;
-		else if (strcmp(a, "--procs") == 0 && v)
-			o->procs = atoi(v), i++;
-		else if (strcmp(a, "--rate") == 0 && v)
-			o->rate = atof(v), i++;
-		else if (strcmp(a, "--consumer-cpu") == 0 && v)
-			o->consumer_cpu = atoi(v), i++;
-		else if (strcmp(a, "--ring-events") == 0 && v)
-			o->events = strtoull(v, NULL, 10), i++;
-		else if ((strcmp(a, "--cpus") == 0 || strcmp(a, "--cpu") == 0) && v) {
-			o->ncpus = bench_parse_cpus(v, o->cpus, BENCH_PROCS_MAX);
-			if (o->ncpus < 0)
-				return -1;
-			i++;
-		} else
-			return -1;
-	}
-	if (o->seconds <= 0 || o->procs < 1 || o->procs > BENCH_PROCS_MAX || o->rate < 0 ||
+	if (bench_procs_parse(argc, argv, &o->p, option, o) < 0 || o->idle_ns < 0 ||
+	    o->idle_ns >= 1000000000 || o->backoff_ns < 0 || o->backoff_ns >= 1000000000 ||
 	    o->events < 2 || (o->events & (o->events - 1)) != 0)
 		return -1;
 	return 0;
@@ -272,12 +333,14 @@ int main(int argc, char **argv)
 	struct ceiling o;
 	if (parse(argc, argv, &o) < 0) {
 		fprintf(stderr, "usage: ceiling [--seconds S] [--procs 1..%d] [--rate EVENTS_PER_S] "
-			"[--cpus LIST] [--consumer-cpu C] [--ring-events POW2] [--yield]\n",
+			"[--cpus LIST] [--consumer-cpu C] [--idle-us U] [--backoff-ns B] [--stats] "
+			"[--ring-events POW2] [--yield]\n",
 			BENCH_PROCS_MAX);
 		return 2;
 	}
+	int n = o.p.procs;
 	o.stride = CEIL_RING_HEADER + o.events * sizeof(tb_event);
-	o.rings_visited = o.procs > TB_SEG_DEFAULT_SLOTS ? o.procs : TB_SEG_DEFAULT_SLOTS;
+	o.rings_visited = n > TB_SEG_DEFAULT_SLOTS ? n : TB_SEG_DEFAULT_SLOTS;
 	struct bench_procs *ctl = bench_procs_map();
 	void *rings = mmap(NULL, (size_t)o.rings_visited * o.stride, PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -286,35 +349,25 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	o.rings = rings;
+	/* the consumer is worker n, after the producers */
 	pid_t pids[BENCH_PROCS_MAX + 1] = {0};
-	fflush(NULL);
-	pids[o.procs] = fork();
-	if (pids[o.procs] == 0)
-		_exit(consumer_main(&o, ctl));
-	for (int i = 0; i < o.procs && pids[o.procs] > 0; i++) {
-		fflush(NULL);
-		pids[i] = fork();
-		if (pids[i] == 0)
-			_exit(producer_main(&o, ctl, i));
-		if (pids[i] < 0)
-			break;
-	}
-	int started = bench_procs_start(ctl, (uint32_t)o.procs + 1);
-	int reaped = bench_procs_reap(pids, o.procs);
-	__atomic_store_n(&ctl->stop, 1, __ATOMIC_RELEASE);
-	int consumer = bench_procs_reap(&pids[o.procs], 1);
-	if (started < 0 || reaped < 0 || consumer < 0) {
+	pids[n] = bench_procs_fork(ctl, n, consumer_main, &o, "ceiling");
+	for (int i = 0; i < n && pids[n] > 0 && (i == 0 || pids[i - 1] > 0); i++)
+		pids[i] = bench_procs_fork(ctl, i, producer_main, &o, "ceiling");
+	int ran = bench_procs_run(ctl, pids, n, (uint32_t)n + 1);
+	int consumer = bench_procs_reap(&pids[n], 1);
+	if (ran < 0 || consumer < 0) {
 		fprintf(stderr, "ceiling: a producer or the consumer failed\n");
 		return 1;
 	}
-	struct bench_proc_result sum = bench_procs_sum(ctl, o.procs);
-	uint64_t consumed = ctl->res[o.procs].consumed;
+	struct bench_proc_result sum = bench_procs_sum(ctl, n);
+	uint64_t consumed = ctl->res[n].consumed;
 	if (consumed != sum.written) {
 		fprintf(stderr, "ceiling: the consumer copied %" PRIu64 " events, the producers "
 			"wrote %" PRIu64 "\n", consumed, sum.written);
 		return 1;
 	}
-	const struct bench_proc_result *c = &ctl->res[o.procs];
+	const struct bench_proc_result *c = &ctl->res[n];
 	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
 	       " %" PRIu64 " %" PRIu64 "\n", sum.attempted, sum.written, sum.dropped,
 	       sum.elapsed_ns, sum.run_ns, sum.wait_ns, consumed, c->run_ns, c->wait_ns);

@@ -53,49 +53,34 @@
 
 struct flood {
 	const char *bus;
-	double seconds;
 	int metrics;
 	bool per_event_clock;
 	bool no_wait;
-	int procs;
-	double rate; /* events/s per producer; 0: full speed */
-	bool yield;
-	int cpus[BENCH_PROCS_MAX];
-	int ncpus; /* 0: not pinned */
+	struct bench_procs_opts p; /* --seconds --procs --rate --cpus --yield */
 };
+
+static int option(void *ctx, const char *a, const char *v, int *i)
+{
+	struct flood *o = ctx;
+	if (strcmp(a, "--now") == 0)
+		o->per_event_clock = true;
+	else if (strcmp(a, "--no-wait") == 0)
+		o->no_wait = true;
+	else if (strcmp(a, "--bus") == 0 && v)
+		o->bus = v, (*i)++;
+	else if (strcmp(a, "--metrics") == 0 && v)
+		o->metrics = atoi(v), (*i)++;
+	else
+		return 0;
+	return 1;
+}
 
 static int parse(int argc, char **argv, struct flood *o)
 {
-	*o = (struct flood){.bus = NULL, .seconds = FLOOD_DEFAULT_SECONDS, .metrics = 4,
-			    .procs = 1};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--now") == 0)
-			o->per_event_clock = true;
-		else if (strcmp(a, "--no-wait") == 0)
-			o->no_wait = true;
-		else if (strcmp(a, "--yield") == 0)
-			o->yield = true;
-		else if (strcmp(a, "--bus") == 0 && v)
-			o->bus = v, i++;
-		else if (strcmp(a, "--seconds") == 0 && v)
-			o->seconds = atof(v), i++;
-		else if (strcmp(a, "--metrics") == 0 && v)
-			o->metrics = atoi(v), i++;
-		else if (strcmp(a, "--procs") == 0 && v)
-			o->procs = atoi(v), i++;
-		else if (strcmp(a, "--rate") == 0 && v)
-			o->rate = atof(v), i++;
-		else if ((strcmp(a, "--cpus") == 0 || strcmp(a, "--cpu") == 0) && v) {
-			o->ncpus = bench_parse_cpus(v, o->cpus, BENCH_PROCS_MAX);
-			if (o->ncpus < 0)
-				return -1;
-			i++;
-		} else
-			return -1;
-	}
-	if (!o->bus || o->seconds <= 0 || o->metrics < 1 || o->metrics > FLOOD_MAX_METRICS ||
-	    o->procs < 1 || o->procs > BENCH_PROCS_MAX || o->rate < 0)
+	*o = (struct flood){.bus = NULL, .metrics = 4,
+			    .p = bench_procs_opts_default(FLOOD_DEFAULT_SECONDS)};
+	if (bench_procs_parse(argc, argv, &o->p, option, o) < 0 || !o->bus || o->metrics < 1 ||
+	    o->metrics > FLOOD_MAX_METRICS)
 		return -1;
 	return 0;
 }
@@ -140,14 +125,14 @@ static uint64_t run_full(struct producer *w, const struct flood *o, uint64_t end
 	return now;
 }
 
-/* At o->rate events/s, batches of BENCH_PACE_BATCH, until `end`. */
+/* At o->p.rate events/s, batches of BENCH_PACE_BATCH, until `end`. */
 static uint64_t run_paced(struct producer *w, const struct flood *o, uint64_t start, uint64_t end)
 {
 	tb_producer *p = w->p;
-	struct bench_pace pace = bench_pace_init(start, o->rate, o->yield);
+	struct bench_pace pace = bench_pace_init(start, o->p.rate, o->p.yield);
 	uint64_t now = start;
 	uint32_t k = 0;
-	uint64_t total = bench_pace_total(o->rate, o->seconds), late = end + BENCH_PACE_GRACE_NS;
+	uint64_t total = bench_pace_total(o->p.rate, o->p.seconds), late = end + BENCH_PACE_GRACE_NS;
 	while (pace.batches < total && (now = tb_now(p)) < late) {
 		if (!bench_pace_due(&pace, now))
 			continue;
@@ -161,17 +146,15 @@ static uint64_t run_paced(struct producer *w, const struct flood *o, uint64_t st
 }
 
 /* Producer i, in its own process: attach, wait to be followed, run, report. */
-static int producer_main(const struct flood *o, struct bench_procs *ctl, int i)
+static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 {
+	const struct flood *o = arg;
 	static struct producer w;
 	char name[TB_THREAD_NAME_MAX];
 	snprintf(name, sizeof(name), "flood-%d", i);
 	const char *why = NULL;
-	if (o->ncpus && bench_pin(o->cpus[i % o->ncpus]) < 0) {
-		perror("flood: sched_setaffinity");
-		bench_procs_fail(ctl, i);
+	if (bench_procs_pin_producer(&o->p, ctl, i, "flood") < 0)
 		return 1;
-	}
 	w.p = tb_attach(o->bus, name);
 	if (!w.p || tb_producer_error(w.p, &why) != 0) {
 		fprintf(stderr, "flood: bus %s: %s\n", o->bus, w.p ? why : "out of memory");
@@ -210,15 +193,11 @@ static int producer_main(const struct flood *o, struct bench_procs *ctl, int i)
 		return 1;
 	}
 	struct bench_sched sched = bench_sched_now();
-	uint64_t start = tb_now(w.p), end = start + (uint64_t)(o->seconds * BENCH_NS_PER_SEC);
-	uint64_t now = o->rate > 0 ? run_paced(&w, o, start, end) : run_full(&w, o, end);
-	struct bench_sched after = bench_sched_now();
+	uint64_t start = tb_now(w.p), end = start + (uint64_t)(o->p.seconds * BENCH_NS_PER_SEC);
+	uint64_t now = o->p.rate > 0 ? run_paced(&w, o, start, end) : run_full(&w, o, end);
 	tb_producer_stats st;
 	tb_producer_stats_get(w.p, &st);
-	ctl->res[i] = (struct bench_proc_result){
-		.attempted = st.attempted, .written = st.written, .dropped = st.dropped,
-		.elapsed_ns = now - start, .run_ns = after.run_ns - sched.run_ns,
-		.wait_ns = after.wait_ns - sched.wait_ns, .done = 1};
+	bench_procs_report(ctl, i, st.attempted, st.written, st.dropped, start, now, sched);
 	tb_detach(w.p);
 	return 0;
 }
@@ -238,24 +217,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pid_t pids[BENCH_PROCS_MAX] = {0};
-	for (int i = 0; i < o.procs; i++) {
-		fflush(NULL);
-		pids[i] = fork();
-		if (pids[i] == 0)
-			_exit(producer_main(&o, ctl, i));
-		if (pids[i] < 0) {
-			perror("flood: fork");
-			bench_procs_fail(ctl, i);
-			break;
-		}
-	}
-	int started = bench_procs_start(ctl, (uint32_t)o.procs);
-	int reaped = bench_procs_reap(pids, o.procs);
-	if (started < 0 || reaped < 0) {
+	for (int i = 0; i < o.p.procs && (i == 0 || pids[i - 1] > 0); i++)
+		pids[i] = bench_procs_fork(ctl, i, producer_main, &o, "flood");
+	if (bench_procs_run(ctl, pids, o.p.procs, (uint32_t)o.p.procs) < 0) {
 		fprintf(stderr, "flood: a producer failed\n");
 		return 1;
 	}
-	struct bench_proc_result sum = bench_procs_sum(ctl, o.procs);
+	struct bench_proc_result sum = bench_procs_sum(ctl, o.p.procs);
 	bench_procs_print(&sum);
 	return 0;
 }
