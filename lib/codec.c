@@ -691,22 +691,28 @@ int tb_v2_decode(const uint8_t *frame, size_t len, tb_hist *out, const char **wh
 	return tb_v2_decode_inner(inner, inner_len, out, why);
 }
 
+/* The frame a base64 payload decodes to: the thread's, kept as inflate's
+ * output is (a replay decodes one a line). */
+static __thread uint8_t *tls_frame;
+static __thread size_t tls_frame_cap;
+
 /* The inner buffer of a base64 payload (the thread's, see inflate_inner). */
 static int inflate_base64(const char *text, size_t n, uint8_t **inner, size_t *inner_len,
 			  const char **why)
 {
 	size_t cap = tb_base64_decoded_bound(n);
-	uint8_t *frame = malloc(cap ? cap : 1);
-	if (!frame)
-		return fail(why, "out of memory", -ENOMEM);
+	if (cap > tls_frame_cap || !tls_frame) {
+		uint8_t *grown = realloc(tls_frame, cap ? cap : 1);
+		if (!grown)
+			return fail(why, "out of memory", -ENOMEM);
+		tls_frame = grown;
+		tls_frame_cap = cap;
+	}
 	size_t len;
-	int rc = tb_base64_decode(text, n, frame, cap, &len);
+	int rc = tb_base64_decode(text, n, tls_frame, cap, &len);
 	if (rc < 0)
-		rc = fail(why, "base64: not valid base64 text", -EINVAL);
-	else
-		rc = inflate_frame(frame, len, inner, inner_len, why);
-	free(frame);
-	return rc;
+		return fail(why, "base64: not valid base64 text", -EINVAL);
+	return inflate_frame(tls_frame, len, inner, inner_len, why);
 }
 
 int tb_v2_decode_base64(const char *text, size_t n, tb_hist *out, const char **why)
