@@ -12,36 +12,13 @@
 # Needs: TAILBUS (the binary), python3. Optional: java and
 # /usr/share/java/hdrhistogram.jar (TB_HDR_JAR) for the Java reader check.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?path of the tailbus binary}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+use_tmp
 export LC_ALL=C TZ=UTC
 # nproc honours these; we want the CPUs this process may run on.
 unset OMP_NUM_THREADS OMP_THREAD_LIMIT
-
-check() { # name, then a command that must succeed
-	local name=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok: $name"
-	else
-		failed=$((failed + 1))
-		echo "FAILED: $name"
-	fi
-}
-
-expect_eq() { # name, got, want
-	[[ "$2" == "$3" ]] || { echo "  $1: got '$2', want '$3'"; return 1; }
-}
-
-# json_get FILE KEY: one top-level value of a JSON document
-json_get() {
-	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"
-}
 
 # --- tailbus env ---
 
@@ -199,5 +176,4 @@ help_ok() {
 }
 check "--help prints the usage and exits 0" help_ok
 
-echo "clock_env: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+summary clock_env

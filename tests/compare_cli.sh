@@ -6,29 +6,11 @@
 #
 # Needs: TAILBUS (the binary), TB_GEN_RUNS (tests/gen_runs, writes the runs).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?path of the tailbus binary}"
 : "${TB_GEN_RUNS:?path of the gen_runs test program}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-check() { # name, then a command that must succeed
-	local name=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok: $name"
-	else
-		failed=$((failed + 1))
-		echo "FAILED: $name"
-	fi
-}
-
-expect_eq() { # name, got, want
-	[[ "$2" == "$3" ]] || { echo "  $1: got '$2', want '$3'"; return 1; }
-}
+use_tmp
 
 # Runs drawn with the same seed differ only by --scale, so every figure of a
 # run sits exactly where its scale puts it: A at 0.90, 1.00, 1.10; B1 inside
@@ -199,5 +181,4 @@ errors() {
 }
 check "usage errors exit 2; a missing file or tag is named and exits 1" errors
 
-echo "compare_cli: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+summary compare_cli

@@ -26,6 +26,7 @@
 # Environment (tests/meson.build): TAILBUS, TB_GEN_LOG, TB_FIXTURES; TB_HDR_JAR overrides
 # the jar's path.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 readonly SKIP=77
 readonly JAR=${TB_HDR_JAR:-/usr/share/java/hdrhistogram.jar}
@@ -59,23 +60,9 @@ fi
 : "${TAILBUS:?path of the tailbus tool}" "${TB_GEN_LOG:?path of tests/gen_log}"
 : "${TB_FIXTURES:?fixtures directory}"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/tb-interop.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+use_tmp
 # A step every check depends on (gen_log, javac, WriteLog) stops the script: say which.
 trap 'echo "interop: FAIL: line $LINENO: $BASH_COMMAND exited with status $?" >&2' ERR
-
-passed=0
-failed=0
-
-pass() {
-	passed=$((passed + 1))
-	echo "ok   $1"
-}
-
-fail() {
-	failed=$((failed + 1))
-	echo "FAIL $1"
-}
 
 # compare NAME EXPECTED_FILE ACTUAL_FILE: byte-identical, or a diff.
 compare() {
@@ -154,7 +141,7 @@ words() {
 hgrm_check() {
 	local name=$1 log=$2 tag=$3
 	shift 3
-	local j=$work/$name.java.hgrm t=$work/$name.tailbus.hgrm
+	local j=$tmp/$name.java.hgrm t=$tmp/$name.tailbus.hgrm
 	local jtag=() ttag=(--tag "")
 	[[ $tag == - ]] || { jtag=(-tag "$tag"); ttag=(--tag "$tag"); }
 	local jsel=() tsel=()
@@ -173,44 +160,44 @@ hgrm_check() {
 echo "interop: $(java -version 2>&1 | head -n 1); $(basename "$(readlink -f "$JAR")")"
 
 # ---- A: tailbus writes, Java reads ----
-glog=$work/gen.hlog
-"$TB_GEN_LOG" "$glog" "$work/gen.expected"
-sed 's/^/first /' "$work/gen.expected" | sort >"$work/gen.first"
-sed 's/^/new3 /' "$work/gen.expected" | sort >"$work/gen.new3"
-if tb "$work/gen.json" replay "$glog" --format json; then
-	json_figures first "$work/gen.json" >"$work/gen.tailbus"
+glog=$tmp/gen.hlog
+"$TB_GEN_LOG" "$glog" "$tmp/gen.expected"
+sed 's/^/first /' "$tmp/gen.expected" | sort >"$tmp/gen.first"
+sed 's/^/new3 /' "$tmp/gen.expected" | sort >"$tmp/gen.new3"
+if tb "$tmp/gen.json" replay "$glog" --format json; then
+	json_figures first "$tmp/gen.json" >"$tmp/gen.tailbus"
 	compare "A1 figures: gen_log's in-process merge == tailbus replay --format json" \
-		"$work/gen.first" "$work/gen.tailbus"
+		"$tmp/gen.first" "$tmp/gen.tailbus"
 fi
 
-javac "${JAVA_FLAGS[@]/#/-J}" -d "$work/classes" -cp "$JAR" "$HERE"/java/*.java
-readonly JCP=$JAR:$work/classes
+javac "${JAVA_FLAGS[@]/#/-J}" -d "$tmp/classes" -cp "$JAR" "$HERE"/java/*.java
+readonly JCP=$JAR:$tmp/classes
 
-java "${JAVA_FLAGS[@]}" -cp "$JCP" ReadLog "$glog" >"$work/gen.read" 2>"$work/gen.read.err" || true
-sort "$work/gen.read" >"$work/gen.java"
-cat "$work/gen.first" "$work/gen.new3" | sort >"$work/gen.both"
+java "${JAVA_FLAGS[@]}" -cp "$JCP" ReadLog "$glog" >"$tmp/gen.read" 2>"$tmp/gen.read.err" || true
+sort "$tmp/gen.read" >"$tmp/gen.java"
+cat "$tmp/gen.first" "$tmp/gen.new3" | sort >"$tmp/gen.both"
 compare "A2 figures: gen_log's in-process merge == Java HistogramLogReader + Histogram.add (both merges)" \
-	"$work/gen.both" "$work/gen.java"
-[[ -s $work/gen.read ]] || sed 's/^/    /' "$work/gen.read.err"
+	"$tmp/gen.both" "$tmp/gen.java"
+[[ -s $tmp/gen.read ]] || sed 's/^/    /' "$tmp/gen.read.err"
 
 hgrm_check A3-untagged "$glog" -
 hgrm_check A4-alpha "$glog" alpha
 hgrm_check A5-beta "$glog" beta
 
 # ---- B: Java writes, tailbus reads ----
-jlog=$work/java.hlog
-java "${JAVA_FLAGS[@]}" -cp "$JCP" WriteLog "$jlog" >"$work/java.figures"
-grep '^first ' "$work/java.figures" | sort >"$work/java.first"
-grep '^new3 ' "$work/java.figures" | sort >"$work/java.new3"
-if tb "$work/java.json" replay "$jlog" --format json; then
-	json_figures first "$work/java.json" >"$work/java.tailbus.first"
+jlog=$tmp/java.hlog
+java "${JAVA_FLAGS[@]}" -cp "$JCP" WriteLog "$jlog" >"$tmp/java.figures"
+grep '^first ' "$tmp/java.figures" | sort >"$tmp/java.first"
+grep '^new3 ' "$tmp/java.figures" | sort >"$tmp/java.new3"
+if tb "$tmp/java.json" replay "$jlog" --format json; then
+	json_figures first "$tmp/java.json" >"$tmp/java.tailbus.first"
 	compare "B1 figures: WriteLog's merge into a copy of each tag's first histogram == tailbus replay --format json" \
-		"$work/java.first" "$work/java.tailbus.first"
+		"$tmp/java.first" "$tmp/java.tailbus.first"
 fi
-if tb "$work/java3.json" replay "$jlog" --format json --digits 3; then
-	json_figures new3 "$work/java3.json" >"$work/java.tailbus.new3"
+if tb "$tmp/java3.json" replay "$jlog" --format json --digits 3; then
+	json_figures new3 "$tmp/java3.json" >"$tmp/java.tailbus.new3"
 	compare "B2 figures: WriteLog's merge into new Histogram(3) == tailbus replay --format json --digits 3" \
-		"$work/java.new3" "$work/java.tailbus.new3"
+		"$tmp/java.new3" "$tmp/java.tailbus.new3"
 fi
 hgrm_check B3-untagged "$jlog" -
 hgrm_check B4-B "$jlog" B
@@ -227,27 +214,26 @@ readback() {
 	local name=$1 orig=$2 want=$3 rewritten=$4 tag=$5 jtag=()
 	[[ $tag == - ]] || jtag=(-tag "$tag")
 	[[ -s $rewritten ]] || { fail "$name: tailbus wrote no $(basename "$rewritten")"; return 0; }
-	hlp "$work/$name.java.hgrm" -i "$rewritten" "${jtag[@]}" || return 0
+	hlp "$tmp/$name.java.hgrm" -i "$rewritten" "${jtag[@]}" || return 0
 	compare "$name: HistogramLogProcessor$(words "${jtag[@]}") on tailbus --output-log of $(basename "$orig") == on the original" \
-		"$want" "$work/$name.java.hgrm"
+		"$want" "$tmp/$name.java.hgrm"
 }
 
 # F3: the 5..20 s selection, rewritten, holds exactly the selected intervals.
-if tb "$work/jh.out" replay "$jhiccup" --start 5 --end 20 --output-log "$work/jh-5-20.hlog"; then
-	readback F3-jhiccup-output-log "$jhiccup" "$work/F2-jhiccup-5-20.java.hgrm" \
-		"$work/jh-5-20.hlog" -
+if tb "$tmp/jh.out" replay "$jhiccup" --start 5 --end 20 --output-log "$tmp/jh-5-20.hlog"; then
+	readback F3-jhiccup-output-log "$jhiccup" "$tmp/F2-jhiccup-5-20.java.hgrm" \
+		"$tmp/jh-5-20.hlog" -
 fi
 
 hgrm_check F4-tagged-A "$tagged" A
 # F5, F6: every tag rewritten; Java reads tag A back, tailbus reads every tag back.
-if tb "$work/tagged.json" replay "$tagged" --format json --output-log "$work/tagged-out.hlog"; then
-	readback F5-tagged-output-log "$tagged" "$work/F4-tagged-A.java.hgrm" \
-		"$work/tagged-out.hlog" A
-	if tb "$work/tagged-out.json" replay "$work/tagged-out.hlog" --format json; then
+if tb "$tmp/tagged.json" replay "$tagged" --format json --output-log "$tmp/tagged-out.hlog"; then
+	readback F5-tagged-output-log "$tagged" "$tmp/F4-tagged-A.java.hgrm" \
+		"$tmp/tagged-out.hlog" A
+	if tb "$tmp/tagged-out.json" replay "$tmp/tagged-out.hlog" --format json; then
 		compare "F6 figures: tailbus replay --format json of the rewritten tagged-Log == of the original" \
-			"$work/tagged.json" "$work/tagged-out.json"
+			"$tmp/tagged.json" "$tmp/tagged-out.json"
 	fi
 fi
 
-echo "interop: $passed passed, $failed failed"
-[[ $failed == 0 ]] || exit 1
+summary interop || exit 1

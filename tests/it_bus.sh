@@ -8,55 +8,11 @@
 # Needs: TAILBUS, TAILBUSD, TB_EMIT. Each scenario uses its own bus, segment
 # directory and log directory under one temp dir, removed on exit.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -KILL "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-passed=0
-failed=0
+use_tmp
 JAR=/usr/share/java/hdrhistogram.jar
-
-check() {
-	local name=$1
-	shift
-	if "$@"; then passed=$((passed + 1)); echo "ok: $name"
-	else failed=$((failed + 1)); echo "FAILED: $name"; fi
-}
-
-# start_collector NAME [extra args]: tailbusd on bus NAME, segments in
-# $tmp/NAME/seg, logs in $tmp/NAME/log; sets $cpid
-start_collector() {
-	local name=$1
-	shift
-	mkdir -p "$tmp/$name/seg" "$tmp/$name/log"
-	"$TAILBUSD" --bus "$name" --dir "$tmp/$name/seg" --log-dir "$tmp/$name/log" \
-		--idle-us 200 --foreground "$@" >>"$tmp/$name/tailbusd.out" 2>&1 &
-	cpid=$!
-	pids+=("$cpid")
-	# wait until it has written its startup lines
-	for _ in $(seq 100); do
-		grep -q "tailbusd: writing" "$tmp/$name/tailbusd.out" 2>/dev/null && return 0
-		kill -0 "$cpid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "  tailbusd did not start:"; cat "$tmp/$name/tailbusd.out"; return 1
-}
-
-stop_collector() { # pid
-	kill -INT "$1"
-	wait "$1"
-}
-
-emit() { # bus, then tb_emit args
-	local bus=$1
-	shift
-	TAILBUS_DIR="$tmp/$bus/seg" "$TB_EMIT" --bus "$bus" "$@"
-}
 
 # compare_expect BUS EXPECTFILE: the logs' merged figures per metric equal
 # the emitter's in-process figures
@@ -296,5 +252,4 @@ uring() {
 }
 check "io_uring is the default write path" uring
 
-echo "it_bus: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+summary it_bus

@@ -12,53 +12,13 @@
 # Needs: TAILBUS, TAILBUSD, TB_EMIT, TB_SCRIBBLE. The permission and hugepage
 # checks need root; without it they fail unless TAILBUS_ALLOW_NO_ROOT=1.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}" "${TB_SCRIBBLE:?}"
-tmp=$(mktemp -d)
+use_tmp
+# another user (nobody, in the permission checks) reaches the segments below
 chmod 755 "$tmp"
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-passed=0
-failed=0
 
-check() {
-	local name=$1
-	shift
-	if "$@"; then passed=$((passed + 1)); echo "ok: $name"
-	else failed=$((failed + 1)); echo "FAILED: $name"; fi
-}
-
-start_collector() { # bus, extra args; sets cpid
-	local bus=$1
-	shift
-	mkdir -p "$tmp/$bus/seg" "$tmp/$bus/log"
-	chmod 755 "$tmp/$bus" "$tmp/$bus/seg"
-	"$TAILBUSD" --bus "$bus" --dir "$tmp/$bus/seg" --log-dir "$tmp/$bus/log" --idle-us 200 \
-		--foreground "$@" >>"$tmp/$bus/tailbusd.out" 2>&1 &
-	cpid=$!
-	pids+=("$cpid")
-	for _ in $(seq 100); do
-		grep -q "tailbusd: writing" "$tmp/$bus/tailbusd.out" 2>/dev/null && return 0
-		kill -0 "$cpid" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$tmp/$bus/tailbusd.out"
-	return 1
-}
-
-stop_collector() {
-	kill -INT "$1"
-	local rc=0
-	wait "$1" || rc=$?
-	[[ $rc -eq 0 ]] || echo "  tailbusd exited with $rc"
-	return $rc
-}
-
-emit() { local bus=$1; shift; TAILBUS_DIR="$tmp/$bus/seg" "$TB_EMIT" --bus "$bus" "$@"; }
 scribble() { local bus=$1; shift; TAILBUS_DIR="$tmp/$bus/seg" "$TB_SCRIBBLE" --bus "$bus" "$@"; }
 
 good_figures_exact() { # bus expectfile
@@ -207,5 +167,4 @@ EOF
 }
 check "segment on 2 MiB huge pages when reserved; /dev/shm fallback announced when not" hugepages
 
-echo "it_safety: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+summary it_safety

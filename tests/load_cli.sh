@@ -15,31 +15,18 @@
 # generator and engine do, separately from what the machine did to them, and
 # skip (saying so) the one claim that noise can make untestable.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?}" "${TAILBUSD:?}"
-tmp=$(mktemp -d)
-cpid=
-cleanup() {
-	[[ -n "$cpid" ]] && kill -KILL "$cpid" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-passed=0
-failed=0
-skipped=0
+use_tmp
 t0=$SECONDS
+# each check's seconds after its "ok"; status 77 (see trial) is a skip
+check_seconds=1
+check_skip_status=77
 
-check() {
-	local name=$1 s=$SECONDS rc=0
-	shift
-	"$@" || rc=$?
-	if [[ $rc -eq 0 ]]; then passed=$((passed + 1)); echo "ok: $name ($((SECONDS - s)) s)"
-	elif [[ $rc -eq 77 ]]; then skipped=$((skipped + 1)); echo "skip: $name"
-	else failed=$((failed + 1)); echo "FAILED: $name"; fi
-}
-
+# one collector (started below) on this bus: segments in $tmp/$BUS/seg, the
+# log in $tmp/$BUS/log
 BUS=load
-mkdir -p "$tmp/seg" "$tmp/log"
 LOAD_CPU=()
 COLLECTOR_CPU=()
 if [[ $(nproc) -ge 2 ]]; then
@@ -47,25 +34,12 @@ if [[ $(nproc) -ge 2 ]]; then
 	COLLECTOR_CPU=(--cpu 1)
 fi
 
-start_collector() {
-	"$TAILBUSD" --bus $BUS --dir "$tmp/seg" --log-dir "$tmp/log" --idle-us 200 --foreground \
-		"${COLLECTOR_CPU[@]}" >"$tmp/tailbusd.out" 2>&1 &
-	cpid=$!
-	for _ in $(seq 100); do
-		grep -q "tailbusd: writing" "$tmp/tailbusd.out" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	echo "tailbusd did not start:"
-	cat "$tmp/tailbusd.out"
-	exit 1
-}
-
 # run NAME ARGS...: tailbus load --json on the test bus, metric $METRIC or
 # NAME; JSON in $tmp/NAME.json, stderr in $tmp/NAME.err, status in $tmp/NAME.rc
 run() {
 	local name=$1 rc=0
 	shift
-	TAILBUS_DIR="$tmp/seg" "$TAILBUS" load --bus $BUS "${LOAD_CPU[@]}" --json \
+	TAILBUS_DIR="$tmp/$BUS/seg" "$TAILBUS" load --bus $BUS "${LOAD_CPU[@]}" --json \
 		--metric "${METRIC:-$name}" "$@" \
 		>"$tmp/$name.json" 2>"$tmp/$name.err" || rc=$?
 	echo $rc >"$tmp/$name.rc"
@@ -187,7 +161,7 @@ no_collector() {
 }
 check "no collector on the bus: a warning, the events wait in the ring" no_collector
 
-start_collector
+start_collector $BUS "${COLLECTOR_CPU[@]}" || exit 1
 
 # ---- a rate the machine holds ----
 
@@ -334,7 +308,7 @@ check "sweep: latency-vs-rate table with the knee where utilisation passes 1" sw
 
 sweep_text() {
 	# the table people read: rows, the knee marked on its row, the rule stated
-	TAILBUS_DIR="$tmp/seg" "$TAILBUS" load --bus $BUS "${LOAD_CPU[@]}" --metric kt \
+	TAILBUS_DIR="$tmp/$BUS/seg" "$TAILBUS" load --bus $BUS "${LOAD_CPU[@]}" --metric kt \
 		--sweep 1000:3000:2 --service-ns 500000 --duration 0.4 --warmup 0.1 \
 		--plot "$tmp/plots" >"$tmp/kt.txt" || return 1
 	grep -q "offered/s  achieved/s" "$tmp/kt.txt" &&
@@ -439,12 +413,11 @@ check "--record off: figures and service time reported, exit 0, no attach" recor
 
 # ---- the bus log agrees with what load reported ----
 
-kill -INT "$cpid"
-wait "$cpid" || true
-cpid=
+stop_collector "$cpid" || true
+pids=() # it has exited: nothing left for cleanup to kill
 
 log_agrees() {
-	"$TAILBUS" replay "$tmp"/log/*.hlog --format json >"$tmp/replay.json" || return 1
+	"$TAILBUS" replay "$tmp/$BUS"/log/*.hlog --format json >"$tmp/replay.json" || return 1
 	python3 - "$tmp" <<'EOF'
 import json, sys, os
 tmp = sys.argv[1]
@@ -478,5 +451,4 @@ EOF
 }
 check "the bus log (tailbus replay) has the same counts and percentiles as each report" log_agrees
 
-echo "load_cli: $passed passed, $failed failed ($skipped skipped, $((SECONDS - t0)) s)"
-[[ $failed -eq 0 ]]
+summary load_cli "($skipped skipped, $((SECONDS - t0)) s)"

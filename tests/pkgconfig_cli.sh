@@ -6,9 +6,9 @@
 #
 # Needs: BUILD_ROOT (the meson build directory).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 : "${BUILD_ROOT:?the meson build directory}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+use_tmp
 meson install -C "$BUILD_ROOT" --destdir "$tmp/root" --no-rebuild >/dev/null
 pc=$(find "$tmp/root" -name tailbus-producer.pc | head -1)
 [[ -n $pc ]] || { echo "FAILED: no tailbus-producer.pc installed"; exit 1; }
@@ -41,10 +41,8 @@ libdir=$(pkg-config --variable=libdir tailbus-producer)
 mkdir -p "$tmp/seg"
 out=$(TAILBUS_DIR="$tmp/seg" LD_LIBRARY_PATH="$libdir" "$tmp/engine")
 if [[ $out == "1000 1000" ]]; then
-	echo "ok: an engine built with pkg-config tailbus-producer records (prefix $prefix)"
-	echo "pkgconfig: 1 passed, 0 failed"
+	pass "an engine built with pkg-config tailbus-producer records (prefix $prefix)"
 else
-	echo "FAILED: the engine printed '$out'"
-	echo "pkgconfig: 0 passed, 1 failed"
-	exit 1
+	fail "the engine printed '$out'"
 fi
+summary pkgconfig

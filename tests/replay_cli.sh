@@ -6,44 +6,12 @@
 # Needs: TAILBUS (the binary), TB_FIXTURES (tests/fixtures/hdrhistogram),
 # TB_GOLDEN (tests/golden).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?path of the tailbus binary}"
 : "${TB_FIXTURES:?fixtures directory}"
 : "${TB_GOLDEN:?golden outputs directory}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-check() { # name, then a command that must succeed
-	local name=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok: $name"
-	else
-		failed=$((failed + 1))
-		echo "FAILED: $name"
-	fi
-}
-
-# json_field FILE TAG KEY: one value from replay's JSON
-json_field() {
-	python3 -c '
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for t in doc["tags"]:
-    if t["tag"] == sys.argv[2]:
-        v = t[sys.argv[3]]
-        print(",".join(v) if isinstance(v, list) else v)
-        break
-else:
-    sys.exit("no tag %r" % sys.argv[2])' "$@"
-}
-
-expect_eq() { # name, got, want
-	[[ "$2" == "$3" ]] || { echo "  $1: got '$2', want '$3'"; return 1; }
-}
+use_tmp
 
 V2="$TB_FIXTURES/jHiccup-2.0.7S.logV2.hlog"
 V3="$TB_FIXTURES/jHiccup-2.0.7S.logV3.hlog"
@@ -213,5 +181,4 @@ usage_errors() {
 }
 check "usage errors exit 2 and name the option" usage_errors
 
-echo "replay_cli: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+summary replay_cli

@@ -6,44 +6,12 @@
 # Needs: TAILBUS (the binary), TB_GEN_RUNS (tests/gen_runs, writes the logs),
 # TB_GOLDEN (tests/golden: raw.hlog is the "raw" fixture as a log).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?path of the tailbus binary}"
 : "${TB_GEN_RUNS:?path of the gen_runs test program}"
 : "${TB_GOLDEN:?golden outputs directory}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-check() { # name, then a command that must succeed
-	local name=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok: $name"
-	else
-		failed=$((failed + 1))
-		echo "FAILED: $name"
-	fi
-}
-
-expect_eq() { # name, got, want
-	[[ "$2" == "$3" ]] || { echo "  $1: got '$2', want '$3'"; return 1; }
-}
-
-# json_field FILE TAG KEY: one value from replay's JSON (null prints as None)
-json_field() {
-	python3 -c '
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for t in doc["tags"]:
-    if t["tag"] == sys.argv[2]:
-        v = t[sys.argv[3]]
-        print(",".join(v) if isinstance(v, list) else v)
-        break
-else:
-    sys.exit("no tag %r" % sys.argv[2])' "$@"
-}
+use_tmp
 
 # A run whose first 10 of 30 intervals are 10 times slower: an obvious warm-up.
 WARM="$tmp/warm.hlog"
@@ -303,5 +271,4 @@ usage_errors() {
 }
 check "bad --warmup, --correct-co and --series combinations are usage errors" usage_errors
 
-echo "replay_more: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+summary replay_more

@@ -10,53 +10,20 @@
 # Needs: TAILBUS, TAILBUSD, TB_EMIT. tmux for the terminal checks: skipped
 # with a message when absent, unless TAILBUS_REQUIRE_TMUX=1.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}"
-tmp=$(mktemp -d)
-pids=()
+use_tmp
 TMUX_SOCK="$tmp/tmux.sock"
-cleanup() {
-	# TERM first: timeout passes it on to a background top, which exits
+# before lib.sh's cleanup kills what is left: TERM first (timeout passes it on
+# to a background top, which exits), and the tmux server
+on_cleanup() {
+	local p
 	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -TERM "$p" 2>/dev/null || true; done
 	sleep 0.2
-	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 	if command -v tmux >/dev/null && [[ -S "$TMUX_SOCK" ]]; then
 		tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true
 	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-passed=0
-failed=0
-
-check() {
-	local name=$1
-	shift
-	if "$@"; then passed=$((passed + 1)); echo "ok: $name"
-	else failed=$((failed + 1)); echo "FAILED: $name"; fi
-}
-
-# start_collector NAME [extra args]: as in it_bus.sh; sets $cpid
-start_collector() {
-	local name=$1
-	shift
-	mkdir -p "$tmp/$name/seg" "$tmp/$name/log"
-	"$TAILBUSD" --bus "$name" --dir "$tmp/$name/seg" --log-dir "$tmp/$name/log" \
-		--idle-us 200 --foreground "$@" >>"$tmp/$name/tailbusd.out" 2>&1 &
-	cpid=$!
-	pids+=("$cpid")
-	for _ in $(seq 100); do
-		grep -q "tailbusd: writing" "$tmp/$name/tailbusd.out" 2>/dev/null && return 0
-		kill -0 "$cpid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "  tailbusd did not start:"; cat "$tmp/$name/tailbusd.out"; return 1
-}
-
-emit() { # bus, then tb_emit args
-	local bus=$1
-	shift
-	TAILBUS_DIR="$tmp/$bus/seg" "$TB_EMIT" --bus "$bus" "$@"
 }
 
 run_top() { # bus, then top args
@@ -138,17 +105,13 @@ sys.exit(0 if ok else 1)
 EOF
 }
 
-json_get() { # file metric key: one value, lists comma-joined
+metric_field() { # file metric key: one value, lists comma-joined, else as JSON
 	python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 m = next(m for m in d["metrics"] if m["name"] == sys.argv[2])
 v = m[sys.argv[3]]
 print(",".join(v) if isinstance(v, list) else json.dumps(v))' "$@"
-}
-
-expect_eq() { # what, got, want
-	[[ "$2" == "$3" ]] || { echo "  $1: got '$2', want '$3'"; return 1; }
 }
 
 # ---- one collector, three metrics at a fixed rate, for most checks ----
@@ -164,8 +127,8 @@ window_60() {
 	run_top $BUS --once --json --window 60 >"$tmp/w60.json" || return 1
 	compare_json "$tmp/w60.json" "$tmp/expect" exact || return 1
 	# 1000 samples: p99 and beyond have fewer than 100 expected above them
-	expect_eq "m0 insufficient" "$(json_get "$tmp/w60.json" m0 insufficient)" "p99,p99_9,p99_99"
-	expect_eq "window_s" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["window_s"])' "$tmp/w60.json")" 60
+	expect_eq "m0 insufficient" "$(metric_field "$tmp/w60.json" m0 insufficient)" "p99,p99_9,p99_99"
+	expect_eq "window_s" "$(json_get "$tmp/w60.json" window_s)" 60
 }
 check "--once --json --window 60: count, percentiles and max equal what was sent" window_60
 
@@ -180,8 +143,8 @@ newest_logged() { # tag
 window_1() {
 	run_top $BUS --once --json --window 1 >"$tmp/w1.json" || return 1
 	for m in m0 m1 m2; do
-		expect_eq "$m intervals" "$(json_get "$tmp/w1.json" $m intervals)" 1 || return 1
-		expect_eq "$m count" "$(json_get "$tmp/w1.json" $m count)" "$(newest_logged $m)" || return 1
+		expect_eq "$m intervals" "$(metric_field "$tmp/w1.json" $m intervals)" 1 || return 1
+		expect_eq "$m count" "$(metric_field "$tmp/w1.json" $m count)" "$(newest_logged $m)" || return 1
 	done
 }
 check "--window 1: one interval, the count of the newest logged interval" window_1
@@ -210,7 +173,7 @@ small_count() {
 	emit $BUS --count 50 --prefix s --seed 3 >/dev/null
 	wait_published $BUS s0 50 || return 1
 	run_top $BUS --once --json --window 60 >"$tmp/small.json" || return 1
-	expect_eq "s0 insufficient" "$(json_get "$tmp/small.json" s0 insufficient)" "p50,p90,p99,p99_9,p99_99" ||
+	expect_eq "s0 insufficient" "$(metric_field "$tmp/small.json" s0 insufficient)" "p50,p90,p99,p99_9,p99_99" ||
 		return 1
 	run_top $BUS --once --window 60 | grep -E '^s0 ' >"$tmp/small.txt" || return 1
 	expect_eq "marks on the s0 row" "$(grep -o '\*' "$tmp/small.txt" | wc -l)" 5
@@ -222,7 +185,7 @@ approximate() {
 	emit $BUS --count 20000 --prefix big --seed 9 --expect "$tmp/bexpect" >/dev/null
 	wait_published $BUS big0 20000 || return 1
 	run_top $BUS --once --json --window 60 >"$tmp/big.json" || return 1
-	expect_eq "big0 approximate" "$(json_get "$tmp/big.json" big0 approximate)" true || return 1
+	expect_eq "big0 approximate" "$(metric_field "$tmp/big.json" big0 approximate)" true || return 1
 	compare_json "$tmp/big.json" "$tmp/bexpect" bound || return 1
 	run_top $BUS --once --window 60 >"$tmp/big.txt" || return 1
 	grep -qE '^big0 .*[0-9] (ns|us|ms|s)\*?~' "$tmp/big.txt" || { echo "  no '~' on big0"; return 1; }
@@ -326,9 +289,8 @@ drops() {
 	[[ $dr -gt 0 ]] || { echo "  nothing dropped ($att $wr $dr)"; return 1; }
 	wait_published $bus m0 "$wr" || return 1
 	run_top $bus --once --json --window 60 >"$tmp/drops.json" || return 1
-	kill -INT "$cpid"
-	wait "$cpid" || true
-	expect_eq "m0 drops" "$(json_get "$tmp/drops.json" m0 drops)" "$dr"
+	stop_collector "$cpid" || true
+	expect_eq "m0 drops" "$(metric_field "$tmp/drops.json" m0 drops)" "$dr"
 }
 check "drops: the bus's ring drops during the window, exactly as the producer counted them" drops
 
@@ -341,15 +303,13 @@ fresh() {
 	wait_published $bus m0 300 || return 1
 	background_top --bus $bus --dir "$tmp/$bus/seg" --json --window 60 --interval-ms 100 >"$tmp/fresh.json"
 	sleep 0.5
-	kill -INT "$first"
-	wait "$first" || true
+	stop_collector "$first" || true
 	start_collector $bus --fresh || return 1
 	emit $bus --count 70 --seed 2 >/dev/null
 	wait_published $bus m0 70 || return 1
 	sleep 0.5
 	stop_top || { echo "  top did not exit cleanly on SIGINT"; return 1; }
-	kill -INT "$cpid"
-	wait "$cpid" || true
+	stop_collector "$cpid" || true
 	# the stream saw the old segment, then the new one with its collector
 	python3 - "$tmp/fresh.json" "$first" <<'EOF'
 import json, sys
@@ -431,7 +391,5 @@ errors() {
 }
 check "errors: no bus (named, with the directory searched) exits 1; bad options exit 2, named" errors
 
-kill -INT "$live_pid"
-wait "$live_pid" || true
-echo "top_cli: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+stop_collector "$live_pid" || true
+summary top_cli
