@@ -35,6 +35,7 @@ void tb_collector_config_default(tb_collector_config *c)
 	tb_seg_config_default(&c->seg);
 	c->interval_ns = NS_PER_SEC;
 	c->grace_ns = TB_COLLECTOR_DEFAULT_GRACE_NS;
+	c->backoff_ns = TB_COLLECTOR_DEFAULT_BACKOFF_NS;
 	c->max_series = TB_COLLECTOR_DEFAULT_SERIES;
 	c->join_capacity = TB_JOIN_DEFAULT_CAPACITY;
 	c->join_timeout_ns = TB_JOIN_DEFAULT_TIMEOUT_NS;
@@ -217,6 +218,17 @@ static void report_io_error(tb_collector *c, int rc)
 	c->last_io_error = rc;
 }
 
+/* Caught up: spin on our own clock until `until`, touching no line a
+ * producer writes (TB_COLLECTOR_DEFAULT_BACKOFF_NS). */
+static void back_off(int64_t until)
+{
+	while (clock_ns(CLOCK_MONOTONIC) < until) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+}
+
 int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 {
 	struct timespec idle = {0, (long)c->cfg.idle_ns};
@@ -231,6 +243,8 @@ int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 		}
 		if (n == 0 && c->cfg.idle_ns > 0)
 			nanosleep(&idle, NULL);
+		else if (!c->last_pass_full && c->cfg.backoff_ns > 0)
+			back_off(mono + c->cfg.backoff_ns);
 	}
 	return finish(c);
 }

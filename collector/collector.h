@@ -27,6 +27,12 @@
 #include "writer.h"
 
 #define TB_COLLECTOR_BATCH 256                 /* events taken from one ring per visit */
+/* After a pass in which no ring had a whole batch waiting, the collector has
+ * caught up: polling again at once would pull each producer's index line
+ * (and the event line it is writing) to this core on every pass, slowing a
+ * producer at full rate 10-30x on this VM (bench/README.md). It waits this
+ * long on its own clock instead, a fraction of what a ring holds. */
+#define TB_COLLECTOR_DEFAULT_BACKOFF_NS 2000
 #define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */
 #define TB_COLLECTOR_HOUSEKEEP_NS 100000000LL  /* slot states, heartbeat: every 100 ms */
 #define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
@@ -83,6 +89,7 @@ typedef struct tb_collector_config {
 	int64_t interval_ns;
 	int64_t grace_ns;
 	int64_t idle_ns;     /* sleep when a pass finds nothing; 0 = busy-poll */
+	int64_t backoff_ns;  /* spin after a pass no ring filled a batch in; 0 = none */
 	uint32_t max_series;
 	uint32_t join_capacity;
 	int64_t join_timeout_ns;
@@ -111,6 +118,7 @@ typedef struct tb_collector {
 	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
 	int64_t interval_start_ns; /* wall clock start of the current interval */
 	int64_t next_housekeep_ns;
+	bool last_pass_full;    /* the last drain pass took a whole batch from some ring */
 	uint64_t late_total, series_exhausted;
 	int lock_fd;
 	int last_io_error;

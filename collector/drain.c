@@ -216,6 +216,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 uint64_t tb_collector_drain_pass(tb_collector *c)
 {
 	uint64_t total = 0;
+	bool full = false;
 	int64_t now = mono_now();
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
@@ -225,9 +226,13 @@ uint64_t tb_collector_drain_pass(tb_collector *c)
 		if (!f->followed &&
 		    __atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) == TB_SLOT_LIVE)
 			follow(c, i);
-		if (f->followed && !f->quarantined)
-			total += drain_slot(c, i, TB_COLLECTOR_BATCH, now);
+		if (f->followed && !f->quarantined) {
+			uint32_t n = drain_slot(c, i, TB_COLLECTOR_BATCH, now);
+			total += n;
+			full |= n == TB_COLLECTOR_BATCH;
+		}
 	}
+	c->last_pass_full = full;
 	return total;
 }
 

@@ -2,7 +2,7 @@
  *
  *   tailbusd --bus NAME --log-dir D [--dir SEGDIR] [--cpu N] [--interval 1s]
  *            [--rotate-seconds S] [--rotate-bytes B] [--keep N] [--idle-us U]
- *            [--io-fallback] [--fresh] [--slots N] [--ring-events N]
+ *            [--backoff-ns N] [--io-fallback] [--fresh] [--slots N] [--ring-events N]
  *            [--metrics N] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
  *
  * It says at start-up where the segment is and on which pages, which write
@@ -43,6 +43,8 @@ static void usage(FILE *out)
 		"  --interval T         interval length: 1s (default), 500ms, 2s\n"
 		"  --cpu N              pin the collector to CPU N\n"
 		"  --idle-us U          sleep U us when the bus is quiet (default: busy-poll)\n"
+		"  --backoff-ns N       after a pass that found no ring with a whole batch waiting,\n"
+		"                       spin N ns before the next (default 2000; 0: poll at once)\n"
 		"  --rotate-seconds S   start a new log file every S seconds\n"
 		"  --rotate-bytes B     ... or when a log file reaches B bytes\n"
 		"  --keep N             keep only the newest N log files\n"
@@ -94,6 +96,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		{"bus", 1, 0, 'b'},        {"dir", 1, 0, 'd'},         {"log-dir", 1, 0, 'l'},
 		{"cpu", 1, 0, 'c'},        {"interval", 1, 0, 'i'},    {"rotate-seconds", 1, 0, 'R'},
 		{"rotate-bytes", 1, 0, 'B'}, {"keep", 1, 0, 'k'},      {"idle-us", 1, 0, 'u'},
+		{"backoff-ns", 1, 0, 'n'},
 		{"io-fallback", 0, 0, 'F'}, {"fresh", 0, 0, 'f'},      {"slots", 1, 0, 's'},
 		{"ring-events", 1, 0, 'r'}, {"metrics", 1, 0, 'm'},    {"group", 1, 0, 'g'},
 		{"mlock", 0, 0, 'L'},      {"fifo", 1, 0, 'P'},        {"foreground", 0, 0, 'G'},
@@ -114,6 +117,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'B': ok = parse_u64(optarg, &o->cfg.writer.rotate_bytes); break;
 		case 'k': ok = parse_u64(optarg, &v); o->cfg.writer.keep_files = (int)v; break;
 		case 'u': ok = parse_u64(optarg, &v); o->cfg.idle_ns = (int64_t)v * NS_PER_US; break;
+		case 'n': ok = parse_u64(optarg, &v) && v <= 1000000000u; o->cfg.backoff_ns = (int64_t)v; break;
 		case 'F': o->cfg.writer.force_fallback = true; break;
 		case 'f': o->cfg.fresh = true; break;
 		case 's': ok = parse_u64(optarg, &v) && v > 0; o->cfg.seg.slot_count = (uint32_t)v; break;

@@ -189,6 +189,29 @@ fallback() {
 }
 check "forced pwrite fallback: announced, and the log is exact" fallback
 
+backoff() {
+	# a back-off past a second is refused, naming the option
+	if "$TAILBUSD" --bus bo --log-dir "$tmp" --backoff-ns 2000000000 --foreground \
+		>"$tmp/bo.err" 2>&1; then
+		echo "  --backoff-ns 2000000000 accepted"; return 1
+	fi
+	grep -q "bad value '2000000000' for --backoff-ns" "$tmp/bo.err" || { cat "$tmp/bo.err"; return 1; }
+	# polling at once, and backing off 1 ms after every short pass: both exact
+	local bo bus
+	for bo in 0 1000000; do
+		bus=backoff$bo
+		start_collector $bus --backoff-ns $bo --ring-events 4096 || return 1
+		emit $bus --threads 2 --count 20000 --metrics 2 --rate 100000 --seed 17 \
+			--expect "$tmp/$bus.expect" >"$tmp/$bus.e"
+		sleep 0.3
+		stop_collector "$cpid"
+		read -r att wr dr <"$tmp/$bus.e"
+		[[ $dr -eq 0 && $wr -eq $att ]] || { echo "  --backoff-ns $bo: $dr dropped"; return 1; }
+		compare_expect $bus "$tmp/$bus.expect" || return 1
+	done
+}
+check "collector back-off (--backoff-ns 0 and 1 ms): the log is exact; a bad value is refused" backoff
+
 live_area() {
 	local bus=live
 	start_collector $bus || return 1
