@@ -35,25 +35,22 @@
  * bench/bus/run runs both busy-polling). While a ring holds a batch or more,
  * this is tailbusd's cadence exactly, with a copy for each event's work.
  *
- * One rule is added, and why: after a pass in which no ring gave a whole
- * batch (the consumer has caught up), the consumer spins on its own clock
- * for --backoff-ns B (default CEIL_BACKOFF_NS, about what one whole batch
- * costs tailbusd) before the next pass. A caught-up consumer that visits
+ * The back-off, tailbusd's too (TB_COLLECTOR_DEFAULT_BACKOFF_NS): after a
+ * pass in which no ring gave a whole batch (the consumer has caught up),
+ * the consumer spins on its own clock for --backoff-ns B (default the
+ * collector's) before the next pass. A caught-up consumer that visits
  * again at once pulls the producer's index line and the event line being
  * written away from it on every pass, which slows a producer at full speed
- * 10-30 times (seen attempting 17-34 M events/s instead of ~500 M/s);
- * the slowed producer is then easy to keep up with, so the consumer stays
- * caught up for good: a second, stable state. tailbusd, at 7 ns of work an
- * event, cannot keep up even with the slowed producer and is back to whole
- * batches within a few passes (all its visits that take anything take a
- * whole batch, in the runs counted); the copy, cheaper, can, and without
- * the back-off the ceiling fell into that state in most runs on a shared
- * machine, below tailbusd's own rate. The back-off
- * never delays a pass while the producers are ahead (every pass then takes
- * a whole batch), so the figure is still the copy at tailbusd's cadence,
- * the best a consumer that visits as tailbusd does can do; --backoff-ns 0
- * gives the bare loop, to see the other state. It runs until the producers
- * have finished and the rings are empty.
+ * 10-30 times (seen attempting 17-34 M events/s instead of ~500 M/s); the
+ * slowed producer is then easy to keep up with, so a consumer as cheap as
+ * a copy stays caught up for good: a second, stable state. Without the
+ * back-off the ceiling fell into it in most runs on a shared machine, below
+ * tailbusd's own rate, and tailbusd (before it backed off too) did so
+ * after a producer was preempted. The back-off never delays a pass while
+ * the producers are ahead (every pass then takes a whole batch), so the
+ * figure is the copy at tailbusd's cadence; --backoff-ns 0 gives the bare
+ * loop, to see the other state. It runs until the producers have finished
+ * and the rings are empty.
  *
  * --stats prints to stderr the consumer's passes, the passes it backed off
  * after, the visits that took events and those that took a whole batch.
@@ -79,7 +76,7 @@
 #define CEIL_SINK 64     /* the consumer's private buffer, events (1 KiB) */
 #define CEIL_BATCH 256   /* events per visit: tailbusd's TB_COLLECTOR_BATCH */
 #define CEIL_HOUSEKEEP_NS 100000000LL /* tailbusd's TB_COLLECTOR_HOUSEKEEP_NS */
-#define CEIL_BACKOFF_NS 2000 /* about one whole batch's visit of tailbusd's */
+#define CEIL_BACKOFF_NS 2000 /* tailbusd's TB_COLLECTOR_DEFAULT_BACKOFF_NS (collector/collector.h) */
 #define CEIL_DEFAULT_SECONDS 3.0
 #define CEIL_CONSUMER_CPU 1
 
