@@ -115,6 +115,13 @@ typedef struct tb_collector {
 	tb_metric_counts *counts[2]; /* per metric, [cur] and [cur ^ 1] */
 	uint8_t *metric_ready;  /* per metric id (TB_MAX_METRICS): 1 once seen READY */
 	int cur;                /* which half of every series is the current interval */
+	/* Events completed before late_before_ns are late and go to open_half:
+	 * normally the current interval's start and half; while the current
+	 * half is being closed (and the drain goes on between its metrics),
+	 * that interval's end and the next half, so nothing is written into the
+	 * half being closed and what is drained then counts as it would after. */
+	int open_half;
+	int64_t late_before_ns;
 	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
 	int64_t interval_start_ns; /* wall clock start of the current interval */
 	int64_t next_housekeep_ns;

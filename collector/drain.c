@@ -105,7 +105,8 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 	int half = c->cur;
 	if (completion >= c->interval_start_ns + c->cfg.interval_ns) {
 		half ^= 1;
-	} else if (TB_UNLIKELY(completion < c->interval_start_ns)) {
+	} else if (TB_UNLIKELY(completion < c->late_before_ns)) {
+		half = c->open_half;
 		c->counts[half][metric].late++;
 		c->late_total++;
 	}
@@ -150,9 +151,9 @@ static void joined(tb_collector *c, uint32_t slot, uint16_t metric, bool start, 
 	if (rc == TB_JOIN_MATCHED)
 		record(c, slot, metric, latency, at);
 	else if (rc == TB_JOIN_FULL && start) /* no room to wait for its other half */
-		c->counts[c->cur][metric].unmatched_start++;
+		c->counts[c->open_half][metric].unmatched_start++;
 	else if (rc == TB_JOIN_FULL)
-		c->counts[c->cur][metric].unmatched_end++;
+		c->counts[c->open_half][metric].unmatched_end++;
 }
 
 static void decode(tb_collector *c, uint32_t slot, const tb_event *ev, int64_t now_mono)
@@ -304,9 +305,9 @@ static void expired(void *ctx, uint16_t metric, bool was_start)
 	if (metric >= c->seg.layout.metric_capacity)
 		return;
 	if (was_start)
-		c->counts[c->cur][metric].unmatched_start++;
+		c->counts[c->open_half][metric].unmatched_start++;
 	else
-		c->counts[c->cur][metric].unmatched_end++;
+		c->counts[c->open_half][metric].unmatched_end++;
 }
 
 void tb_collector_housekeep(tb_collector *c, int64_t now)

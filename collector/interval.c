@@ -213,10 +213,18 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	uint64_t bus_drops = collect_drops(c, drops);
 	c->log.len = c->side.len = 0;
 	int rc = slot_rows(c, (double)c->interval_start_ns / 1e9, drops);
+	/* The drain goes on between metrics: a close takes milliseconds (tens
+	 * the first time a series half is used), long enough to fill a ring at
+	 * full rate. What it takes goes to the next half, as late if it
+	 * completed in this interval (see open_half). */
+	c->open_half = c->cur ^ 1;
+	c->late_before_ns = c->interval_start_ns + c->cfg.interval_ns;
 	for (uint32_t m = 0; rc == 0 && m < c->seg.layout.metric_capacity; m++) {
 		tb_metric_counts *mc = &c->counts[c->cur][m];
-		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late)
+		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
 			rc = close_metric(c, (uint16_t)m, base, length_ns, bus_drops);
+			tb_collector_drain_pass(c);
+		}
 	}
 	if (rc == 0 && c->side.len)
 		rc = tb_writer_append_sidecar(c->writer, c->side.p, c->side.len);
@@ -233,6 +241,8 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	memset(c->counts[c->cur], 0, c->seg.layout.metric_capacity * sizeof(tb_metric_counts));
 	c->cur ^= 1;
 	c->interval_start_ns += c->cfg.interval_ns;
+	c->open_half = c->cur;
+	c->late_before_ns = c->interval_start_ns;
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	__atomic_store_n(&h->intervals_published, h->intervals_published + 1, __ATOMIC_RELEASE);
 	return rc;

@@ -1,0 +1,171 @@
+/* test_collector.c - the collector's interval close, in process.
+ *
+ * A real collector (tb_collector_open on a fresh bus in a private
+ * directory, log through the real writer) and a real producer handle in
+ * the same process. The close of an interval takes milliseconds (tens the
+ * first time a series half is used), so the drain goes on between the
+ * metrics it closes; what is checked is that events drained then are
+ * neither lost nor written into the half being closed: they count in the
+ * next interval, as late when they completed in the closing one, exactly as
+ * if they had been drained after the close.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "collector.h"
+#include "tailbus/producer.h"
+
+#define BUS "test-collector"
+#define METRICS 3
+
+struct fixture {
+	char seg_dir[64], log_dir[64];
+	tb_collector c;
+	bool opened;
+	tb_producer *p;
+	tb_metric_t m[METRICS];
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	snprintf(f->seg_dir, sizeof(f->seg_dir), "/tmp/tb-test-collector-seg.XXXXXX");
+	snprintf(f->log_dir, sizeof(f->log_dir), "/tmp/tb-test-collector-log.XXXXXX");
+	assert_non_null(mkdtemp(f->seg_dir));
+	assert_non_null(mkdtemp(f->log_dir));
+	setenv("TAILBUS_DIR", f->seg_dir, 1);
+	tb_collector_config cfg;
+	tb_collector_config_default(&cfg);
+	cfg.bus = BUS;
+	cfg.dir = f->seg_dir;
+	cfg.writer.dir = f->log_dir;
+	cfg.fresh = true;
+	cfg.seg.slot_count = 2;
+	cfg.seg.ring_capacity = 4096;
+	const char *why = NULL;
+	int rc = tb_collector_open(&f->c, &cfg, &why);
+	if (rc < 0)
+		fail_msg("tb_collector_open: %s (%s)", why ? why : "?", strerror(-rc));
+	f->opened = true;
+	f->p = tb_attach(BUS, "test-thread");
+	assert_non_null(f->p);
+	if (tb_producer_error(f->p, &why) != 0)
+		fail_msg("tb_attach gave a no-op handle: %s", why);
+	for (int k = 0; k < METRICS; k++) {
+		char name[16];
+		snprintf(name, sizeof(name), "m%d", k);
+		f->m[k] = tb_metric(f->p, name);
+		assert_int_not_equal(f->m[k], TB_METRIC_NONE);
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	tb_collector_housekeep(&f->c, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	if (f->p)
+		tb_detach(f->p);
+	if (f->opened)
+		tb_collector_close(&f->c);
+	tb_seg_unlink(f->seg_dir, BUS);
+	rmdir(f->seg_dir);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->log_dir);
+	assert_int_equal(system(cmd), 0);
+	unsetenv("TAILBUS_DIR");
+	free(f);
+	return 0;
+}
+
+/* The producer's monotonic time of `offset_ns` into the collector's
+ * current interval (negative: before it). */
+static uint64_t at(const struct fixture *f, int64_t offset_ns)
+{
+	return (uint64_t)(f->c.interval_start_ns - f->c.clock_offset_ns + offset_ns);
+}
+
+static void spans(struct fixture *f, int metric, int n, uint64_t done, uint64_t latency)
+{
+	for (int k = 0; k < n; k++)
+		tb_span(f->p, f->m[metric], done - latency, done);
+}
+
+static int64_t series_total(const struct fixture *f, int half, int metric)
+{
+	int64_t total = 0;
+	for (uint32_t k = 0; k < f->c.nseries; k++) {
+		if (f->c.series[k].metric == f->m[metric])
+			total += tb_hist_total(&f->c.series[k].hist[half]);
+	}
+	return total;
+}
+
+static void drained_during_close_count_in_the_next_interval(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	int cur = f->c.cur;
+	/* this interval: every metric has data, so the close has three to do */
+	for (int k = 0; k < METRICS; k++)
+		spans(f, k, 100, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	for (int k = 0; k < METRICS; k++)
+		assert_int_equal(series_total(f, cur, k), 100);
+	/* left in the ring when the close begins: 40 more of this interval
+	 * (late once drained) and 25 of the next */
+	spans(f, 0, 40, at(f, len / 2), 2000);
+	spans(f, 1, 25, at(f, len + len / 2), 3000);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	/* the close drained the ring: nothing is left for a pass after it */
+	assert_int_equal(tb_collector_drain_pass(&f->c), 0);
+	/* and it all went to the new current half, none into the closed one */
+	int next = f->c.cur;
+	assert_int_equal(next, cur ^ 1);
+	assert_int_equal(f->c.open_half, next);
+	assert_int_equal(f->c.late_before_ns, f->c.interval_start_ns);
+	assert_int_equal(series_total(f, next, 0), 40);
+	assert_int_equal(f->c.counts[next][f->m[0]].events, 40);
+	assert_int_equal(f->c.counts[next][f->m[0]].late, 40);
+	assert_int_equal(series_total(f, next, 1), 25);
+	assert_int_equal(f->c.counts[next][f->m[1]].events, 25);
+	assert_int_equal(f->c.counts[next][f->m[1]].late, 0);
+	for (int k = 0; k < METRICS; k++)
+		assert_int_equal(series_total(f, cur, k), 0);
+	assert_int_equal(f->c.counts[cur][f->m[0]].events, 0);
+}
+
+/* Outside a close, late events still go to the current half. */
+static void late_outside_a_close_stays_in_the_current_half(void **state)
+{
+	struct fixture *f = *state;
+	int cur = f->c.cur;
+	spans(f, 2, 7, at(f, -f->c.cfg.interval_ns / 2), 500);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(series_total(f, cur, 2), 7);
+	assert_int_equal(f->c.counts[cur][f->m[2]].late, 7);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(drained_during_close_count_in_the_next_interval, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(late_outside_a_close_stays_in_the_current_half, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
