@@ -193,6 +193,7 @@ static int finish(tb_collector *c)
 	tb_collector_housekeep(c, mono); /* pick up rings detached just now */
 	tb_collector_drain_all(c);
 	tb_collector_expire_all(c); /* this join table ends here: its halves never match */
+	c->stopping = true;
 	int64_t now = mono + c->clock_offset_ns;
 	int rc = 0;
 	while (rc == 0 && now >= c->interval_start_ns + c->cfg.interval_ns)
@@ -222,9 +223,9 @@ static void report_io_error(tb_collector *c, int rc)
 
 /* Caught up: spin on our own clock until `until`, touching no line a
  * producer writes (TB_COLLECTOR_DEFAULT_BACKOFF_NS). */
-static void back_off(int64_t until)
+static void back_off(int64_t until, volatile sig_atomic_t *stop)
 {
-	while (clock_ns(CLOCK_MONOTONIC) < until) {
+	while (!*stop && clock_ns(CLOCK_MONOTONIC) < until) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
@@ -233,9 +234,11 @@ static void back_off(int64_t until)
 
 int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 {
-	struct timespec idle = {0, (long)c->cfg.idle_ns};
+	struct timespec idle = {(time_t)(c->cfg.idle_ns / NS_PER_SEC),
+				(long)(c->cfg.idle_ns % NS_PER_SEC)};
 	while (!*stop) {
 		uint64_t n = tb_collector_drain_pass(c);
+		bool full = c->last_pass_full; /* this pass's: a close below drains too */
 		int64_t mono = clock_ns(CLOCK_MONOTONIC);
 		report_io_error(c, close_due(c, mono + c->clock_offset_ns));
 		if (mono >= c->next_housekeep_ns) {
@@ -245,8 +248,8 @@ int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 		}
 		if (n == 0 && c->cfg.idle_ns > 0)
 			nanosleep(&idle, NULL);
-		else if (!c->last_pass_full && c->cfg.backoff_ns > 0)
-			back_off(mono + c->cfg.backoff_ns);
+		else if (!full && c->cfg.backoff_ns > 0)
+			back_off(mono + c->cfg.backoff_ns, stop);
 	}
 	return finish(c);
 }

@@ -122,6 +122,10 @@ typedef struct tb_collector {
 	 * half being closed and what is drained then counts as it would after. */
 	int open_half;
 	int64_t late_before_ns;
+	/* Set by the final closes at shutdown, which must not drain: what they
+	 * took would go to a half never closed. Left in the rings instead, it
+	 * is the next collector's. */
+	bool stopping;
 	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
 	int64_t interval_start_ns; /* wall clock start of the current interval */
 	int64_t next_housekeep_ns;

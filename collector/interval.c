@@ -223,7 +223,8 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 		tb_metric_counts *mc = &c->counts[c->cur][m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
 			rc = close_metric(c, (uint16_t)m, base, length_ns, bus_drops);
-			tb_collector_drain_pass(c);
+			if (!c->stopping)
+				tb_collector_drain_pass(c);
 		}
 	}
 	if (rc == 0 && c->side.len)

@@ -44,7 +44,7 @@ static void usage(FILE *out)
 		"  --cpu N              pin the collector to CPU N\n"
 		"  --idle-us U          sleep U us when the bus is quiet (default: busy-poll)\n"
 		"  --backoff-ns N       after a pass that found no ring with a whole batch waiting,\n"
-		"                       spin N ns before the next (default 2000; 0: poll at once)\n"
+		"                       spin N ns (at most 1 ms) before the next (default 2000; 0: none)\n"
 		"  --rotate-seconds S   start a new log file every S seconds\n"
 		"  --rotate-bytes B     ... or when a log file reaches B bytes\n"
 		"  --keep N             keep only the newest N log files\n"
@@ -117,7 +117,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'B': ok = parse_u64(optarg, &o->cfg.writer.rotate_bytes); break;
 		case 'k': ok = parse_u64(optarg, &v); o->cfg.writer.keep_files = (int)v; break;
 		case 'u': ok = parse_u64(optarg, &v); o->cfg.idle_ns = (int64_t)v * NS_PER_US; break;
-		case 'n': ok = parse_u64(optarg, &v) && v <= 1000000000u; o->cfg.backoff_ns = (int64_t)v; break;
+		case 'n': ok = parse_u64(optarg, &v) && v <= 1000000u; o->cfg.backoff_ns = (int64_t)v; break;
 		case 'F': o->cfg.writer.force_fallback = true; break;
 		case 'f': o->cfg.fresh = true; break;
 		case 's': ok = parse_u64(optarg, &v) && v > 0; o->cfg.seg.slot_count = (uint32_t)v; break;

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
-#ifdef __SSE2__
+#if defined(__SSE2__) && defined(__x86_64__)
+#define TB_SAD_BYTES 1
 #include <emmintrin.h>
 #endif
 #include <zlib.h>
@@ -298,7 +299,7 @@ static void add_v2_counts(const uint8_t *p, size_t n, int64_t *counts, int sign)
  * differences against zero: one instruction for both). */
 static inline void byte_sums(uint64_t a, uint64_t b, int64_t *sum_a, int64_t *sum_b)
 {
-#ifdef __SSE2__
+#ifdef TB_SAD_BYTES
 	__m128i s = _mm_sad_epu8(_mm_set_epi64x((long long)b, (long long)a), _mm_setzero_si128());
 	*sum_a = _mm_cvtsi128_si64(s);
 	*sum_b = _mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s));

@@ -9,6 +9,7 @@
  * next interval, as late when they completed in the closing one, exactly as
  * if they had been drained after the close.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,11 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "collector.h"
+#include "tailbus/log.h"
 #include "tailbus/producer.h"
 
 #define BUS "test-collector"
@@ -114,6 +117,46 @@ static int64_t series_total(const struct fixture *f, int half, int metric)
 	return total;
 }
 
+/* Flush the log and add up, per metric, the counts of its lines for the
+ * interval that starts at start_ns (wall clock). */
+static void logged_totals(struct fixture *f, int64_t start_ns, int64_t *totals)
+{
+	assert_int_equal(tb_writer_flush(f->c.writer), 0);
+	DIR *d = opendir(f->log_dir);
+	assert_non_null(d);
+	char path[256] = "";
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n > 5 && strcmp(de->d_name + n - 5, ".hlog") == 0)
+			snprintf(path, sizeof(path), "%s/%s", f->log_dir, de->d_name);
+	}
+	closedir(d);
+	assert_true(path[0] != '\0');
+	char *text;
+	size_t len;
+	assert_int_equal(tb_read_file(path, &text, &len), 0);
+	tb_log_reader r;
+	tb_log_reader_init(&r, text, len);
+	tb_log_entry e;
+	memset(&e, 0, sizeof(e));
+	memset(totals, 0, METRICS * sizeof(*totals));
+	int rc;
+	while ((rc = tb_log_reader_next(&r, &e)) != 0) {
+		assert_int_equal(rc, 1);
+		if (llround(e.start_abs_sec * 1e3) != start_ns / 1000000)
+			continue;
+		for (int k = 0; k < METRICS; k++) {
+			char name[16];
+			snprintf(name, sizeof(name), "m%d", k);
+			if (strcmp(e.tag, name) == 0)
+				totals[k] += tb_hist_total(&e.hist);
+		}
+	}
+	tb_log_entry_free(&e);
+	free(text);
+}
+
 static void drained_during_close_count_in_the_next_interval(void **state)
 {
 	struct fixture *f = *state;
@@ -126,10 +169,19 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	for (int k = 0; k < METRICS; k++)
 		assert_int_equal(series_total(f, cur, k), 100);
 	/* left in the ring when the close begins: 40 more of this interval
-	 * (late once drained) and 25 of the next */
+	 * for m0 (closed first) and 30 for m2 (closed last, so drained while
+	 * its own half is still open), late once drained; 25 of the next */
 	spans(f, 0, 40, at(f, len / 2), 2000);
+	spans(f, 2, 30, at(f, len / 2), 2000);
 	spans(f, 1, 25, at(f, len + len / 2), 3000);
+	int64_t closing = f->c.interval_start_ns;
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	/* the closed interval's lines hold what was drained before the close,
+	 * nothing drained during it */
+	int64_t logged[METRICS];
+	logged_totals(f, closing, logged);
+	for (int k = 0; k < METRICS; k++)
+		assert_int_equal(logged[k], 100);
 	/* the close drained the ring: nothing is left for a pass after it */
 	assert_int_equal(tb_collector_drain_pass(&f->c), 0);
 	/* and it all went to the new current half, none into the closed one */
@@ -143,9 +195,23 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	assert_int_equal(series_total(f, next, 1), 25);
 	assert_int_equal(f->c.counts[next][f->m[1]].events, 25);
 	assert_int_equal(f->c.counts[next][f->m[1]].late, 0);
-	for (int k = 0; k < METRICS; k++)
-		assert_int_equal(series_total(f, cur, k), 0);
-	assert_int_equal(f->c.counts[cur][f->m[0]].events, 0);
+	assert_int_equal(series_total(f, next, 2), 30);
+	assert_int_equal(f->c.counts[next][f->m[2]].late, 30);
+}
+
+/* The closes at shutdown take nothing from the rings: what they took would
+ * go to a half no one closes, where left it is the next collector's. */
+static void closes_at_shutdown_leave_the_rings_alone(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	spans(f, 0, 10, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	spans(f, 1, 5, at(f, len / 2), 1000);
+	f->c.stopping = true;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	f->c.stopping = false;
+	assert_int_equal(tb_collector_drain_pass(&f->c), 5);
 }
 
 /* Outside a close, late events still go to the current half. */
@@ -165,6 +231,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(drained_during_close_count_in_the_next_interval, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(late_outside_a_close_stays_in_the_current_half, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(closes_at_shutdown_leave_the_rings_alone, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

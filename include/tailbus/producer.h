@@ -137,13 +137,13 @@ static inline void tb__emit(tb_producer *p, uint64_t w0, uint64_t w1)
 	__atomic_store_n((uint32_t *)((char *)events + TB__P_TAIL_FROM_EVENTS), h, __ATOMIC_RELEASE);
 }
 
-/* m is an id tb_metric() gave, below TB_MAX_METRICS, so it is not masked:
- * any other value is a caller's bug whose event the collector may read as
- * another kind or metric (it checks every event it reads, as it must). */
+/* The metric id is masked to its 14 bits although tb_metric() only gives
+ * ids in range: one instruction, so that a caller's bad id can never turn
+ * a SPAN into a START or END whose "sequence" is a latency (a made-up match). */
 static inline uint64_t tb__word0(enum tb_event_kind kind, tb_metric_t m, uint64_t field)
 {
-	return ((uint64_t)kind << TB_KIND_SHIFT) | ((uint64_t)m << TB_METRIC_SHIFT) |
-	       (field & TB_FIELD_MASK);
+	return ((uint64_t)kind << TB_KIND_SHIFT) |
+	       ((uint64_t)(m & (TB_MAX_METRICS - 1)) << TB_METRIC_SHIFT) | (field & TB_FIELD_MASK);
 }
 
 /* One request: due at `intended`, finished at `done`. A `done` before
