@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
-#if defined(__SSE2__) && defined(__x86_64__)
+/* TB_NO_SIMD: the portable code everywhere (tests build it on x86-64 too) */
+#if defined(__SSE2__) && defined(__x86_64__) && !defined(TB_NO_SIMD)
 #define TB_SAD_BYTES 1
 #include <emmintrin.h>
 #endif
@@ -318,6 +319,37 @@ struct v2_block {
 	uint64_t cnts, runs;
 };
 
+/* Add the counts of eight one-byte words from `index`, known to end inside
+ * `counts`: cnts holds each count word's count and runs each zero-run
+ * word's length - 1 (a byte each, below 64, first word lowest). Word k lies
+ * at index + k + the runs before it: prefix sums in 16-bit lanes (at most
+ * 7 x 63), then eight independent adds (a zero-run word adds 0), with no
+ * branch. */
+#ifdef TB_SAD_BYTES
+#define ADD_WORD(k)                                                                        \
+	counts[index + _mm_extract_epi16(at, k)] =                                         \
+		(int64_t)((uint64_t)counts[index + _mm_extract_epi16(at, k)] +               \
+			  (uint64_t)_mm_extract_epi16(c, k))
+static inline void add_block(uint64_t cnts, uint64_t runs, int64_t index, int64_t *counts)
+{
+	const __m128i zero = _mm_setzero_si128();
+	__m128i p = _mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)runs), zero);
+	p = _mm_add_epi16(p, _mm_slli_si128(p, 2));
+	p = _mm_add_epi16(p, _mm_slli_si128(p, 4));
+	p = _mm_add_epi16(p, _mm_slli_si128(p, 8)); /* runs of words 0..k */
+	__m128i at = _mm_add_epi16(_mm_slli_si128(p, 2), _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7));
+	__m128i c = _mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)cnts), zero);
+	ADD_WORD(0);
+	ADD_WORD(1);
+	ADD_WORD(2);
+	ADD_WORD(3);
+	ADD_WORD(4);
+	ADD_WORD(5);
+	ADD_WORD(6);
+	ADD_WORD(7);
+}
+#undef ADD_WORD
+#else
 /* Four bytes (the low half of x) spread to four 16-bit lanes. */
 static inline uint64_t lanes16(uint64_t x)
 {
@@ -325,11 +357,6 @@ static inline uint64_t lanes16(uint64_t x)
 	return (x | x << 8) & 0x00ff00ff00ff00ffu;
 }
 
-/* Add the counts of eight one-byte words from `index`, known to end inside
- * `counts`: cnts holds each count word's count and runs each zero-run
- * word's length - 1 (a byte each, below 64, first word lowest). Word k lies
- * at index + k + the runs before it: prefix sums in 16-bit lanes, then
- * eight independent adds (a zero-run word adds 0), with no branch. */
 static inline void add_block(uint64_t cnts, uint64_t runs, int64_t index, int64_t *counts)
 {
 	uint64_t lo = lanes16(runs & 0xffffffffu), hi = lanes16(runs >> 32);
@@ -342,6 +369,7 @@ static inline void add_block(uint64_t cnts, uint64_t runs, int64_t index, int64_
 		*c = (int64_t)((uint64_t)*c + ((cnts >> 8 * k) & 0x7f));
 	}
 }
+#endif
 
 /* One pass over V2 counts against a layout of counts_len counters: every
  * word complete, every count and zero run inside the layout, the sum inside
