@@ -128,14 +128,12 @@ int tb_base64_decode(const char *in, size_t n, uint8_t *out, size_t cap, size_t 
 	if ((groups - 1) * 3 > cap)
 		return -ENOSPC;
 	const unsigned char *c = (const unsigned char *)in;
-	/* all but the last group; the 4-byte store needs one byte past the
-	 * three, so the final whole group before the last goes the slow way
-	 * when the buffer ends right there */
+	/* all but the last group; a 4-byte store writes one byte past its
+	 * group's three, so a group that ends the buffer is stored bytewise */
 	size_t whole = groups - 1, g = 0;
+	size_t fast = whole > 0 && whole * 3 == cap ? whole - 1 : whole;
 	uint32_t bad = 0;
-	if (whole > 0 && whole * 3 + 1 > cap)
-		whole--;
-	for (; g + 1 < whole; g += 2, c += 8, o += 6) {
+	for (; g + 1 < fast; g += 2, c += 8, o += 6) {
 		uint32_t w0 = group_bytes(c), w1 = group_bytes(c + 4);
 		bad |= w0 | w1;
 		put_le32(out + o, w0);
@@ -144,21 +142,16 @@ int tb_base64_decode(const char *in, size_t n, uint8_t *out, size_t cap, size_t 
 	for (; g < whole; g++, c += 4, o += 3) {
 		uint32_t w = group_bytes(c);
 		bad |= w;
-		put_le32(out + o, w);
+		if (g < fast) {
+			put_le32(out + o, w);
+		} else {
+			out[o] = (uint8_t)w;
+			out[o + 1] = (uint8_t)(w >> 8);
+			out[o + 2] = (uint8_t)(w >> 16);
+		}
 	}
 	if (bad & BAD_SEXTET) /* '=' included: padding only ends the text */
 		return -EINVAL;
-	for (; g + 1 < groups; g++, c += 4) {
-		uint8_t a = sextet_plus_one[c[0]], b = sextet_plus_one[c[1]];
-		uint8_t d = sextet_plus_one[c[2]], e = sextet_plus_one[c[3]];
-		if (!a || !b || !d || !e)
-			return -EINVAL;
-		uint32_t w = (uint32_t)(a - 1) << 18 | (uint32_t)(b - 1) << 12 |
-			     (uint32_t)(d - 1) << 6 | (uint32_t)(e - 1);
-		out[o++] = (uint8_t)(w >> 16);
-		out[o++] = (uint8_t)(w >> 8);
-		out[o++] = (uint8_t)w;
-	}
 	int rc = decode_last(in + n - 4, out, cap, &o);
 	if (rc < 0)
 		return rc;

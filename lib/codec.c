@@ -322,9 +322,9 @@ struct v2_block {
 /* Add the counts of eight one-byte words from `index`, known to end inside
  * `counts`: cnts holds each count word's count and runs each zero-run
  * word's length - 1 (a byte each, below 64, first word lowest). Word k lies
- * at index + k + the runs before it: prefix sums in 16-bit lanes (at most
- * 7 x 63), then eight independent adds (a zero-run word adds 0), with no
- * branch. */
+ * at index + k + the runs before it. With SSE2: prefix sums in 16-bit lanes
+ * (at most 7 x 63), then eight independent adds (a zero-run word adds 0);
+ * elsewhere, the same adds one word after another. */
 #ifdef TB_SAD_BYTES
 #define ADD_WORD(k)                                                                        \
 	counts[index + _mm_extract_epi16(at, k)] =                                         \
@@ -350,23 +350,11 @@ static inline void add_block(uint64_t cnts, uint64_t runs, int64_t index, int64_
 }
 #undef ADD_WORD
 #else
-/* Four bytes (the low half of x) spread to four 16-bit lanes. */
-static inline uint64_t lanes16(uint64_t x)
-{
-	x = (x | x << 16) & 0x0000ffff0000ffffu;
-	return (x | x << 8) & 0x00ff00ff00ff00ffu;
-}
-
 static inline void add_block(uint64_t cnts, uint64_t runs, int64_t index, int64_t *counts)
 {
-	uint64_t lo = lanes16(runs & 0xffffffffu), hi = lanes16(runs >> 32);
-	uint64_t before_hi = (lo * 0x0001000100010001u) >> 48;
-	uint64_t at[2] = {lo * 0x0001000100010000u,
-			  hi * 0x0001000100010000u + before_hi * 0x0001000100010001u};
-	for (int k = 0; k < 8; k++) {
-		int64_t skip = (int64_t)((at[k / 4] >> 16 * (k % 4)) & 0xffff);
-		int64_t *c = &counts[index + k + skip];
-		*c = (int64_t)((uint64_t)*c + ((cnts >> 8 * k) & 0x7f));
+	for (int k = 0; k < 8; k++, cnts >>= 8, runs >>= 8) {
+		counts[index] = (int64_t)((uint64_t)counts[index] + (cnts & 0x7f));
+		index += 1 + (int64_t)(runs & 0x7f);
 	}
 }
 #endif

@@ -387,6 +387,18 @@ static void base64_decode_matches_a_slow_decoder(void **state)
 		assert_memory_equal(out, in, n);
 		assert_int_equal(out[n], 0x5a);
 	}
+	/* a buffer that ends with the last whole group: no room for the final
+	 * group (-ENOSPC), nothing written past it, a bad character still named
+	 * first (-EINVAL) */
+	size_t olen;
+	memset(guard, 0xa5, sizeof(guard));
+	assert_int_equal(tb_base64_decode(text, 40, guard + 1, 27, &olen), -ENOSPC);
+	assert_int_equal(guard[28], 0xa5);
+	char bad[41];
+	memcpy(bad, text, sizeof(bad));
+	bad[33] = '!';
+	assert_int_equal(tb_base64_decode(bad, 40, guard + 1, 27, &olen), -EINVAL);
+	assert_int_equal(guard[28], 0xa5);
 }
 
 static void decoder_reuses_a_histogram_of_the_same_layout(void **state)
