@@ -138,8 +138,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	c->clock_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	int64_t now = clock_ns(CLOCK_MONOTONIC) + c->clock_offset_ns;
 	c->interval_start_ns = now / cfg->interval_ns * cfg->interval_ns;
-	c->open_half = c->cur;
-	c->late_before_ns = c->interval_start_ns;
+	tb_collector_set_closing(c, false);
 	tb_writer_config wc = cfg->writer;
 	wc.bus = cfg->bus;
 	/* tb_span and tb_end carry the intended time: everything this collector

@@ -148,6 +148,14 @@ void tb_collector_close(tb_collector *c);
 
 /* drain.c */
 int64_t tb_collector_now(const tb_collector *c); /* wall clock ns via the monotonic clock */
+/* Where drained events go (open_half, late_before_ns): derived from cur
+ * and interval_start_ns, kept as fields for the drain loop; set again
+ * whenever those change or a close begins or ends. */
+static inline void tb_collector_set_closing(tb_collector *c, bool closing)
+{
+	c->open_half = c->cur ^ (int)closing;
+	c->late_before_ns = c->interval_start_ns + (closing ? c->cfg.interval_ns : 0);
+}
 uint64_t tb_collector_drain_pass(tb_collector *c);
 void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
 void tb_collector_drain_all(tb_collector *c);

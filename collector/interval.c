@@ -217,8 +217,7 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	 * the first time a series half is used), long enough to fill a ring at
 	 * full rate. What it takes goes to the next half, as late if it
 	 * completed in this interval (see open_half). */
-	c->open_half = c->cur ^ 1;
-	c->late_before_ns = c->interval_start_ns + c->cfg.interval_ns;
+	tb_collector_set_closing(c, true);
 	for (uint32_t m = 0; rc == 0 && m < c->seg.layout.metric_capacity; m++) {
 		tb_metric_counts *mc = &c->counts[c->cur][m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
@@ -242,8 +241,7 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	memset(c->counts[c->cur], 0, c->seg.layout.metric_capacity * sizeof(tb_metric_counts));
 	c->cur ^= 1;
 	c->interval_start_ns += c->cfg.interval_ns;
-	c->open_half = c->cur;
-	c->late_before_ns = c->interval_start_ns;
+	tb_collector_set_closing(c, false);
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	__atomic_store_n(&h->intervals_published, h->intervals_published + 1, __ATOMIC_RELEASE);
 	return rc;
