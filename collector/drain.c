@@ -1,11 +1,15 @@
 /* drain.c - following producer slots and draining their rings.
  *
  * Every byte a producer can write is untrusted here. The collector keeps its
- * own consumer index per ring and its own copy of the layout: the producer's
- * index is only ever compared against ours, and more waiting events than the
- * ring can hold means the ring is corrupt, so it is quarantined (reported,
- * never read again) and the other rings go on. Ring addresses and masks come
- * from the validated layout, never from the ring header in shared memory.
+ * own consumer index per ring and its own copy of the layout. It reads a
+ * ring slot by slot from its own index while each event carries the lap bit
+ * that index expects (seg_abi.h), at most a batch per pass, so no value a
+ * producer writes decides how far it reads. The producer's position hint
+ * (p_tail) is only compared against our index: an honest producer's is
+ * within one ring of it, so one further off, or a ring header whose size or
+ * mask is not the layout's, means the ring is corrupt; it is quarantined
+ * (reported, never read again) and the other rings go on. Ring addresses and
+ * masks come from the validated layout, never from the ring header.
  *
  * Slot life cycle, driven by housekeeping every 100 ms:
  *   LIVE, not followed      -> follow: take its consumer index (validated)
@@ -61,6 +65,28 @@ static bool owner_alive(const tb_slot_follow *f)
 	return start != 0 && (f->pid_start_time == 0 || start == f->pid_start_time);
 }
 
+/* The producer's position hint is at most one ring ahead of our index (we
+ * may have read past it, by at most one ring, too). Records the backlog it
+ * shows in the high-water mark. */
+static bool hint_in_range(tb_collector *c, tb_slot_follow *f, const ck_ring_t *ring)
+{
+	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
+	uint32_t ahead = prod - f->cons, cap = c->seg.layout.ring_capacity;
+	if (ahead <= cap) {
+		if (ahead > f->high_water)
+			f->high_water = ahead;
+		return true;
+	}
+	return -ahead <= cap;
+}
+
+/* Nothing but ck_ring_init writes the ring's size and mask. */
+static bool header_intact(const tb_collector *c, const ck_ring_t *ring)
+{
+	return ring->size == c->seg.layout.ring_capacity &&
+	       ring->mask == c->seg.layout.ring_capacity - 1;
+}
+
 static void follow(tb_collector *c, uint32_t i)
 {
 	tb_slot *s = tb_seg_slot(&c->seg, i);
@@ -76,9 +102,10 @@ static void follow(tb_collector *c, uint32_t i)
 	uint64_t reported = __atomic_load_n(&s->dropped_reported, __ATOMIC_RELAXED);
 	f->dropped_seen = reported <= dropped ? reported : dropped;
 	f->cons = __atomic_load_n(&ring->c_head, __ATOMIC_ACQUIRE);
-	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
-	if (prod - f->cons > c->seg.layout.ring_capacity - 1)
+	if (!hint_in_range(c, f, ring))
 		quarantine(c, i, "ring indices out of range at attach");
+	else if (!header_intact(c, ring))
+		quarantine(c, i, "ring header does not match the segment's layout");
 }
 
 /* Cold: the first event of (slot, metric) takes a series from the pool. */
@@ -156,13 +183,12 @@ static void joined(tb_collector *c, uint32_t slot, uint16_t metric, bool start, 
 		c->counts[c->open_half][metric].unmatched_end++;
 }
 
-static void decode(tb_collector *c, uint32_t slot, const tb_event *ev, int64_t now_mono)
+static void decode(tb_collector *c, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
 {
-	uint64_t w0 = ev->w0;
-	unsigned kind = (unsigned)(w0 >> TB_KIND_SHIFT);
+	unsigned kind = (unsigned)(w0 & TB_KIND_MASK);
 	uint16_t metric = (uint16_t)((w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1));
-	uint64_t field = w0 & TB_FIELD_MASK;
-	int64_t at = (int64_t)ev->w1, latency = 0;
+	uint64_t field = w0 >> TB_FIELD_SHIFT;
+	int64_t at = (int64_t)w1, latency = 0;
 	int rc;
 	if (!metric_ready(c, metric)) {
 		c->slots[slot].bad_events++;
@@ -170,7 +196,8 @@ static void decode(tb_collector *c, uint32_t slot, const tb_event *ev, int64_t n
 	}
 	switch (kind) {
 	case TB_EV_SPAN:
-		latency = field == TB_FIELD_INVALID ? -1 : (int64_t)field;
+		/* the field is signed: negative, or TB_FIELD_INVALID, is counted */
+		latency = (int64_t)w0 >> TB_FIELD_SHIFT;
 		record(c, slot, metric, latency, at + (latency > 0 ? latency : 0));
 		break;
 	case TB_EV_START: /* a match completes at the parked END's time */
@@ -192,25 +219,32 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 {
 	tb_slot_follow *f = &c->slots[i];
 	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
-	const tb_event *events = tb_seg_events(&c->seg, i);
-	uint32_t mask = c->seg.layout.ring_capacity - 1;
-	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
-	uint32_t avail = prod - f->cons;
-	if (avail > mask) {
+	if (!hint_in_range(c, f, ring)) {
 		quarantine(c, i, "producer index out of range (more events than the ring holds)");
 		return 0;
 	}
-	if (avail > f->high_water)
-		f->high_water = avail;
-	uint32_t n = avail < limit ? avail : limit;
+	const tb_event *events = tb_seg_events(&c->seg, i);
+	uint32_t mask = c->seg.layout.ring_capacity - 1;
+	unsigned log2 = tb_seg_ring_log2(&c->seg);
+	uint32_t cons = f->cons, n = 0;
+	while (n < limit) {
+		const tb_event *ev = &events[cons & mask];
+		/* acquire: the second word is read after the first that published it */
+		uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
+		if ((w0 ^ tb_lap_bit(cons, log2)) & TB_LAP_BIT)
+			break; /* not written yet in this pass */
+		decode(c, i, w0, __atomic_load_n(&ev->w1, __ATOMIC_RELAXED), now_mono);
+		cons++;
+		n++;
+	}
 	if (n == 0)
 		return 0; /* nothing taken: leave the line the producer reads untouched */
-	for (uint32_t k = 0; k < n; k++)
-		decode(c, i, &events[(f->cons + k) & mask], now_mono);
-	f->cons += n;
+	if (n > f->high_water)
+		f->high_water = n;
+	f->cons = cons;
 	f->interval_events += n;
 	/* release: our reads of the slots happen before the producer may reuse them */
-	__atomic_store_n(&ring->c_head, f->cons, __ATOMIC_RELEASE);
+	__atomic_store_n(&ring->c_head, cons, __ATOMIC_RELEASE);
 	return n;
 }
 
@@ -247,13 +281,12 @@ static void release_slot(tb_collector *c, uint32_t i)
 {
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	tb_slot_follow *f = &c->slots[i];
-	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
 	if (f->followed && !f->quarantined) {
 		while (drain_slot(c, i, TB_COLLECTOR_BATCH, mono_now()) > 0)
 			;
 	} else {
 		/* never followed or corrupt: start its ring afresh for the next owner */
-		ck_ring_init(ring, c->seg.layout.ring_capacity);
+		tb_seg_ring_reset(&c->seg, i, 0);
 	}
 	/* keep what it dropped for the sidecar of this interval */
 	if (f->followed)
@@ -277,6 +310,8 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 			follow(c, i);
 		else if (!owner_alive(f))
 			release_slot(c, i);
+		else if (!f->quarantined && !header_intact(c, tb_seg_ring(&c->seg, i)))
+			quarantine(c, i, "ring header does not match the segment's layout");
 		break;
 	case TB_SLOT_DETACHED:
 		if (!f->followed)

@@ -242,8 +242,25 @@ static int map_existing(tb_seg *s, int fd, int wait_ms, const char **why)
 	return 0;
 }
 
+void tb_seg_ring_reset(tb_seg *s, uint32_t i, uint32_t index)
+{
+	ck_ring_init(tb_seg_ring(s, i), s->layout.ring_capacity);
+	tb_seg_ring(s, i)->c_head = tb_seg_ring(s, i)->p_tail = tb_seg_ring(s, i)->p_head = index;
+	tb_event *events = tb_seg_events(s, i);
+	uint32_t cap = s->layout.ring_capacity;
+	for (uint32_t k = 0; k < cap; k++) {
+		/* slot k next holds the first index at or after `index` that maps to it;
+		 * until then it carries the other lap's bit */
+		uint32_t next = index + ((k - index) & (cap - 1));
+		events[k].w0 = tb_lap_bit(next, tb_seg_ring_log2(s)) ^ TB_LAP_BIT;
+		events[k].w1 = 0;
+	}
+}
+
 static void init_rings(tb_seg *s)
 {
+	/* a new file reads as zeros: every slot already carries the lap bit
+	 * of "not yet written" for a ring at index 0 (see tb_lap_bit) */
 	for (uint32_t i = 0; i < s->layout.slot_count; i++)
 		ck_ring_init(tb_seg_ring(s, i), s->layout.ring_capacity);
 }

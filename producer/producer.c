@@ -7,7 +7,7 @@
  * consistent: the collector drains a departed producer's ring before it
  * frees the slot.
  *
- * Every failure degrades to a no-op handle whose limit is always reached, so
+ * Every failure degrades to a no-op handle that is always at its stop, so
  * the hot path needs no test of its own and every lost event is still
  * counted (tb__full).
  */
@@ -24,11 +24,13 @@
 
 static void make_noop(tb_producer *p, int error, const char *why)
 {
-	/* head == limit sends every event to tb__full, which drops it */
-	p->head = p->limit = p->head_seen = 0;
+	/* cur == stop sends every event to tb__full, which drops it */
+	p->cur = p->stop = p->events = NULL;
+	p->lap = 0;
+	p->lap_start = p->head_seen = 0;
 	p->written = 0;
-	p->events = NULL;
 	p->mask = 0;
+	p->log2 = 0;
 	p->ring = NULL;
 	p->shared_dropped = &p->dropped;
 	p->slot = -1;
@@ -36,19 +38,37 @@ static void make_noop(tb_producer *p, int error, const char *why)
 	p->why = why;
 }
 
+/* Place the handle at ring index `head` of a live ring, with no room known
+ * yet: the next event goes to tb__full, which finds it. */
+static void place(tb_producer *p, uint32_t head)
+{
+	p->lap_start = head & ~p->mask;
+	p->lap = tb_lap_bit(head, p->log2);
+	p->cur = p->stop = p->events + (head & p->mask);
+}
+
 void tb__full(tb_producer *p, uint64_t w0, uint64_t w1)
 {
-	/* the index is 32 bits: count what was written since the last call
-	 * (at most `mask` events, so it has not wrapped) */
-	p->written += p->head - p->head_seen;
-	p->head_seen = p->head;
-	if (p->ring) {
+	if (p->events) {
+		uint32_t head = tb__head(p);
+		if (head != p->head_seen) {
+			/* the index is 32 bits: count what was written since the
+			 * last call (at most one ring, so it has not wrapped) */
+			p->written += head - p->head_seen;
+			p->head_seen = head;
+			/* the position, as a hint for the collector (seg_abi.h) */
+			__atomic_store_n(&p->ring->p_tail, head, __ATOMIC_RELEASE);
+		}
+		if (p->cur == p->events + p->mask + 1) /* the end of the slot array: next pass */
+			place(p, head);
 		/* acquire: the collector's reads of the slots it gave back are
 		 * done before we write them again */
 		uint32_t cons = __atomic_load_n(&p->ring->c_head, __ATOMIC_ACQUIRE);
-		uint32_t used = p->head - cons;
-		if (used < p->mask) { /* room after all (a bad index reads as full) */
-			p->limit = p->head + (p->mask - used);
+		uint32_t used = head - cons;
+		if (used <= p->mask) { /* room after all (a bad index reads as full) */
+			uint32_t room = p->mask + 1 - used;
+			uint32_t to_end = p->lap_start + p->mask + 1 - head;
+			p->stop = p->cur + (room < to_end ? room : to_end);
 			tb__emit(p, w0, w1);
 			return;
 		}
@@ -120,9 +140,11 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 	p->ring = tb_seg_ring(seg, (uint32_t)slot);
 	p->events = tb_seg_events(seg, (uint32_t)slot);
 	p->mask = seg->layout.ring_capacity - 1;
-	/* a FREE slot's ring is empty and consistent: start where it stands,
-	 * and learn the room on the first event */
-	p->head = p->head_seen = p->limit = __atomic_load_n(&p->ring->p_tail, __ATOMIC_RELAXED);
+	p->log2 = tb_seg_ring_log2(seg);
+	/* a FREE slot's ring is empty and consistent: start where the collector
+	 * stands, and learn the room on the first event */
+	p->head_seen = __atomic_load_n(&p->ring->c_head, __ATOMIC_ACQUIRE);
+	place(p, p->head_seen);
 	p->written = 0;
 	p->shared_dropped = &tb_seg_slot(seg, (uint32_t)slot)->dropped;
 	return p;
@@ -144,15 +166,18 @@ void tb_detach(tb_producer *p)
 
 tb_metric_t tb_metric(tb_producer *p, const char *name)
 {
-	if (!p || !p->seg)
-		return TB_METRIC_NONE;
-	int id = tb_seg_metric_register(p->seg, name);
-	return id < 0 || id == TB_METRIC_NONE ? TB_METRIC_NONE : (tb_metric_t)id;
+	uint64_t id = TB_METRIC_NONE_ID;
+	if (p && p->seg) {
+		int rc = tb_seg_metric_register(p->seg, name);
+		if (rc >= 0)
+			id = (uint64_t)rc & (TB_MAX_METRICS - 1);
+	}
+	return (tb_metric_t){id << TB_METRIC_SHIFT};
 }
 
 void tb_producer_stats_get(const tb_producer *p, tb_producer_stats *st)
 {
-	st->written = p->written + (p->head - p->head_seen);
+	st->written = p->written + (p->events ? tb__head(p) - p->head_seen : 0);
 	st->dropped = p->dropped;
 	st->attempted = st->written + st->dropped;
 }

@@ -68,7 +68,7 @@ static int setup(void **state)
 		char name[16];
 		snprintf(name, sizeof(name), "m%d", k);
 		f->m[k] = tb_metric(f->p, name);
-		assert_int_not_equal(f->m[k], TB_METRIC_NONE);
+		assert_int_not_equal(tb_metric_id(f->m[k]), TB_METRIC_NONE_ID);
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -111,7 +111,7 @@ static int64_t series_total(const struct fixture *f, int half, int metric)
 {
 	int64_t total = 0;
 	for (uint32_t k = 0; k < f->c.nseries; k++) {
-		if (f->c.series[k].metric == f->m[metric])
+		if (f->c.series[k].metric == tb_metric_id(f->m[metric]))
 			total += tb_hist_total(&f->c.series[k].hist[half]);
 	}
 	return total;
@@ -190,13 +190,13 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	assert_int_equal(f->c.open_half, next);
 	assert_int_equal(f->c.late_before_ns, f->c.interval_start_ns);
 	assert_int_equal(series_total(f, next, 0), 40);
-	assert_int_equal(f->c.counts[next][f->m[0]].events, 40);
-	assert_int_equal(f->c.counts[next][f->m[0]].late, 40);
+	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[0])].events, 40);
+	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[0])].late, 40);
 	assert_int_equal(series_total(f, next, 1), 25);
-	assert_int_equal(f->c.counts[next][f->m[1]].events, 25);
-	assert_int_equal(f->c.counts[next][f->m[1]].late, 0);
+	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].events, 25);
+	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].late, 0);
 	assert_int_equal(series_total(f, next, 2), 30);
-	assert_int_equal(f->c.counts[next][f->m[2]].late, 30);
+	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[2])].late, 30);
 }
 
 /* The closes at shutdown take nothing from the rings: what they took would
@@ -222,7 +222,7 @@ static void late_outside_a_close_stays_in_the_current_half(void **state)
 	spans(f, 2, 7, at(f, -f->c.cfg.interval_ns / 2), 500);
 	tb_collector_drain_all(&f->c);
 	assert_int_equal(series_total(f, cur, 2), 7);
-	assert_int_equal(f->c.counts[cur][f->m[2]].late, 7);
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].late, 7);
 }
 
 int main(void)

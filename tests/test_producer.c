@@ -2,12 +2,14 @@
  *
  * Each test creates a bus with small rings in a private directory, attaches
  * with tb_attach (the real library), and then plays the collector by hand:
- * it reads the events straight out of the ring in the segment and moves the
- * ring's consumer index. What is checked is what the collector relies on:
- * the slot and index of every event, its two words, an exact count of
- * written and dropped events (also across the 32-bit wrap of the ring
- * indices, which a busy thread reaches within minutes), the invalid-span
- * encoding, and the no-op handle when the bus cannot be reached.
+ * it reads the events straight out of the ring in the segment, by the lap
+ * bit the collector goes by, and moves the ring's consumer index. What is
+ * checked is what the collector relies on: the slot, index and lap bit of
+ * every event, its two words, that exactly the written events read as
+ * written, an exact count of written and dropped events (also across the
+ * 32-bit wrap of the ring indices, which a busy thread reaches within
+ * minutes), the invalid-span encoding, and the no-op handle when the bus
+ * cannot be reached.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -24,7 +26,8 @@
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
-#define RING_EVENTS 64u /* usable: 63 */
+#define RING_EVENTS 64u
+#define RING_LOG2 6u
 #define BUS "test-producer"
 
 struct fixture {
@@ -74,7 +77,7 @@ static void attach(struct fixture *f)
 	if (tb_producer_error(f->p, &why) != 0)
 		fail_msg("tb_attach gave a no-op handle: %s", why);
 	f->m = tb_metric(f->p, "orders");
-	assert_int_not_equal(f->m, TB_METRIC_NONE);
+	assert_int_not_equal(tb_metric_id(f->m), TB_METRIC_NONE_ID);
 }
 
 static ck_ring_t *ring0(struct fixture *f)
@@ -91,14 +94,36 @@ static void expect_stats(tb_producer *p, uint64_t written, uint64_t dropped)
 	assert_int_equal(st.attempted, written + dropped);
 }
 
-/* The event at ring index `idx`: a SPAN of metric m with these words. */
-static void expect_span(struct fixture *f, uint32_t idx, uint64_t field, uint64_t intended)
+/* What the collector reads from a SPAN's field (a signed duration). */
+#define INVALID_SPAN (-((int64_t)1 << 46))
+
+/* The event at ring index `idx`: a SPAN of metric m with this duration
+ * and intended time, and the lap bit that marks it as written there. */
+static void expect_span(struct fixture *f, uint32_t idx, int64_t duration, uint64_t intended)
 {
 	const tb_event *ev = &tb_seg_events(&f->seg, 0)[idx & (RING_EVENTS - 1)];
-	assert_int_equal(ev->w0 >> TB_KIND_SHIFT, TB_EV_SPAN);
-	assert_int_equal((ev->w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1), f->m);
-	assert_int_equal(ev->w0 & TB_FIELD_MASK, field);
+	assert_int_equal(ev->w0 & TB_KIND_MASK, TB_EV_SPAN);
+	assert_int_equal((ev->w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1), tb_metric_id(f->m));
+	assert_int_equal(ev->w0 & TB_LAP_BIT, tb_lap_bit(idx, RING_LOG2));
+	assert_int_equal((int64_t)ev->w0 >> TB_FIELD_SHIFT, duration);
 	assert_int_equal(ev->w1, intended);
+}
+
+/* How many events read as written from ring index `from` on, going by the
+ * lap bit as the collector does (at most a ring's worth). */
+static uint32_t readable(struct fixture *f, uint32_t from)
+{
+	const tb_event *events = tb_seg_events(&f->seg, 0);
+	uint32_t n = 0;
+	while (n < RING_EVENTS &&
+	       !((events[(from + n) & (RING_EVENTS - 1)].w0 ^ tb_lap_bit(from + n, RING_LOG2)) & TB_LAP_BIT))
+		n++;
+	return n;
+}
+
+static uint32_t hint(struct fixture *f)
+{
+	return __atomic_load_n(&ring0(f)->p_tail, __ATOMIC_ACQUIRE);
 }
 
 /* Fill the ring, drop the overflow, then make room as the collector would:
@@ -107,70 +132,105 @@ static void test_fill_drop_refill(void **state)
 {
 	struct fixture *f = *state;
 	attach(f);
+	assert_int_equal(readable(f, 0), 0);
 	for (uint64_t i = 0; i < RING_EVENTS + 5; i++)
 		tb_span(f->p, f->m, 1000 + i, 1000 + i + 10 * i);
-	expect_stats(f->p, RING_EVENTS - 1, 6);
-	assert_int_equal(__atomic_load_n(&ring0(f)->p_tail, __ATOMIC_ACQUIRE), RING_EVENTS - 1);
-	for (uint32_t i = 0; i < RING_EVENTS - 1; i++)
+	expect_stats(f->p, RING_EVENTS, 5);
+	/* exactly the written events read as written, each in its place */
+	assert_int_equal(readable(f, 0), RING_EVENTS);
+	for (uint32_t i = 0; i < RING_EVENTS; i++)
 		expect_span(f, i, 10 * i, 1000 + i);
+	/* finding the ring full, the producer published its position */
+	assert_int_equal(hint(f), RING_EVENTS);
 	/* the slot's shared counter is what the collector reports */
-	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, 0)->dropped, __ATOMIC_RELAXED), 6);
+	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, 0)->dropped, __ATOMIC_RELAXED), 5);
 
-	/* the collector takes 10 events: exactly 10 more fit */
+	/* the collector takes 10 events: exactly 10 more fit, in the next pass */
 	__atomic_store_n(&ring0(f)->c_head, 10, __ATOMIC_RELEASE);
 	for (uint64_t i = 0; i < 11; i++)
 		tb_span(f->p, f->m, 5000 + i, 5000 + i + 7);
-	expect_stats(f->p, RING_EVENTS - 1 + 10, 7);
+	expect_stats(f->p, RING_EVENTS + 10, 6);
 	for (uint32_t i = 0; i < 10; i++)
-		expect_span(f, RING_EVENTS - 1 + i, 7, 5000 + i);
-	/* what it did not take is untouched */
+		expect_span(f, RING_EVENTS + i, 7, 5000 + i);
+	/* what it did not take is untouched, and the new pass's slots read as
+	 * written only as far as they were written */
 	expect_span(f, 10, 100, 1010);
+	assert_int_equal(readable(f, 10), RING_EVENTS);
+	assert_int_equal(readable(f, RING_EVENTS + 10), 0);
 }
 
-/* A completion before its intended time, or 2^48 ns or more after it, is
- * sent as the invalid field; anything shorter goes through as it is. */
+/* The duration is a signed 47-bit field: a negative one goes through as it
+ * is (the collector counts it), and one that does not fit, 2^46 ns or more
+ * either way, is sent as the invalid field. */
 static void test_invalid_spans(void **state)
 {
 	struct fixture *f = *state;
 	attach(f);
-	const uint64_t t = UINT64_C(1) << 60;
-	tb_span(f->p, f->m, t, t - 1);                                /* negative */
-	tb_span(f->p, f->m, t, t + (UINT64_C(1) << 48));              /* 78 hours */
-	tb_span(f->p, f->m, t, t + (UINT64_C(1) << 48) - 2);          /* longest valid */
-	tb_span(f->p, f->m, t, t);                                    /* zero */
-	tb_span(f->p, f->m, 0, t);                                    /* unset intended time */
-	expect_stats(f->p, 5, 0);
-	expect_span(f, 0, TB_FIELD_INVALID, t);
-	expect_span(f, 1, TB_FIELD_INVALID, t);
-	expect_span(f, 2, TB_FIELD_INVALID - 1, t);
+	const uint64_t t = UINT64_C(1) << 60, big = UINT64_C(1) << 46;
+	tb_span(f->p, f->m, t, t - 1);           /* negative */
+	tb_span(f->p, f->m, t, t + big);         /* 19.5 hours */
+	tb_span(f->p, f->m, t, t + big - 1);     /* longest valid */
+	tb_span(f->p, f->m, t, t);               /* zero */
+	tb_span(f->p, f->m, 0, t);               /* unset intended time */
+	tb_span(f->p, f->m, t, t - big - 1);     /* too negative to fit */
+	tb_span(f->p, f->m, t, t + 123456789);   /* an ordinary one */
+	expect_stats(f->p, 7, 0);
+	expect_span(f, 0, -1, t);
+	expect_span(f, 1, INVALID_SPAN, t);
+	assert_int_equal(tb_seg_events(&f->seg, 0)[1].w0 & ~(UINT64_C(1) << 63),
+			 f->m.bits | tb_lap_bit(1, RING_LOG2));
+	expect_span(f, 2, (int64_t)big - 1, t);
 	expect_span(f, 3, 0, t);
-	expect_span(f, 4, TB_FIELD_INVALID, 0);
+	expect_span(f, 4, INVALID_SPAN, 0);
+	expect_span(f, 5, INVALID_SPAN, t);
+	expect_span(f, 6, 123456789, t);
 }
 
-/* The ring indices are 32 bits and wrap; the counts must not. A FREE slot's
- * ring may stand at any index, so start just below the wrap and let the
- * "collector" keep up in steps. */
+/* START and END carry the sequence modulo 2^47 and their kind; no sequence
+ * reaches the lap bit or the metric's bits. */
+static void test_start_end(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	tb_start(f->p, f->m, UINT64_MAX, 11);
+	tb_end(f->p, f->m, (UINT64_C(1) << 47) + 5, 12);
+	const tb_event *ev = tb_seg_events(&f->seg, 0);
+	assert_int_equal(ev[0].w0, (TB_FIELD_MASK << TB_FIELD_SHIFT) | f->m.bits |
+					   tb_lap_bit(0, RING_LOG2) | TB_EV_START);
+	assert_int_equal(ev[0].w1, 11);
+	assert_int_equal(ev[1].w0, ((uint64_t)5 << TB_FIELD_SHIFT) | f->m.bits |
+					   tb_lap_bit(1, RING_LOG2) | TB_EV_END);
+	assert_int_equal(ev[1].w1, 12);
+	assert_int_equal(readable(f, 0), 2);
+}
+
+/* The ring indices are 32 bits and wrap; the counts and lap bits must not
+ * go wrong there. A FREE slot's ring may stand at any index, so start just
+ * below the wrap, on an odd pass, and let the "collector" keep up in steps. */
 static void test_index_wrap(void **state)
 {
 	struct fixture *f = *state;
 	const uint32_t start = UINT32_MAX - 100;
-	ring0(f)->c_head = start;
-	ring0(f)->p_tail = start;
+	tb_seg_ring_reset(&f->seg, 0, start);
+	assert_int_equal(readable(f, start), 0);
 	attach(f);
 	uint64_t sent = 0;
 	for (int round = 0; round < 10; round++) {
+		uint32_t cons = (uint32_t)(start + sent);
 		for (int k = 0; k < 40; k++, sent++)
 			tb_span(f->p, f->m, sent, sent + 3);
-		uint32_t prod = __atomic_load_n(&ring0(f)->p_tail, __ATOMIC_ACQUIRE);
-		assert_int_equal(prod, (uint32_t)(start + sent));
-		expect_span(f, prod - 1, 3, sent - 1);
-		__atomic_store_n(&ring0(f)->c_head, prod, __ATOMIC_RELEASE);
+		uint32_t head = tb__head(f->p);
+		assert_int_equal(head, (uint32_t)(start + sent));
+		assert_int_equal(readable(f, cons), 40);
+		expect_span(f, head - 1, 3, sent - 1);
+		__atomic_store_n(&ring0(f)->c_head, head, __ATOMIC_RELEASE);
 	}
 	expect_stats(f->p, 400, 0);
-	/* now overflow once past the wrap: 63 fit, the rest are counted */
+	/* now overflow once past the wrap: a ring's worth fits, the rest are counted */
 	for (int k = 0; k < 70; k++)
 		tb_span(f->p, f->m, 1, 2);
-	expect_stats(f->p, 400 + RING_EVENTS - 1, 70 - (RING_EVENTS - 1));
+	expect_stats(f->p, 400 + RING_EVENTS, 70 - RING_EVENTS);
+	assert_int_equal(readable(f, (uint32_t)(start + 400)), RING_EVENTS);
 }
 
 /* A consumer index the producer cannot have given (more room than the ring
@@ -180,13 +240,14 @@ static void test_bad_consumer_index(void **state)
 {
 	struct fixture *f = *state;
 	attach(f);
-	for (int k = 0; k < (int)RING_EVENTS - 1; k++)
+	for (int k = 0; k < (int)RING_EVENTS; k++)
 		tb_span(f->p, f->m, 1, 2);
 	__atomic_store_n(&ring0(f)->c_head, 1000, __ATOMIC_RELEASE); /* ahead of the producer */
 	tb_span(f->p, f->m, 1, 2);
 	tb_span(f->p, f->m, 1, 2);
-	expect_stats(f->p, RING_EVENTS - 1, 2);
-	assert_int_equal(__atomic_load_n(&ring0(f)->p_tail, __ATOMIC_ACQUIRE), RING_EVENTS - 1);
+	expect_stats(f->p, RING_EVENTS, 2);
+	assert_int_equal(tb__head(f->p), RING_EVENTS);
+	assert_int_equal(readable(f, 0), RING_EVENTS);
 }
 
 /* No bus: recording is a counted no-op and says why. */
@@ -199,7 +260,7 @@ static void test_noop_handle(void **state)
 	assert_true(tb_producer_error(p, &why) < 0);
 	assert_non_null(why);
 	tb_metric_t m = tb_metric(p, "orders");
-	assert_int_equal(m, TB_METRIC_NONE);
+	assert_int_equal(tb_metric_id(m), TB_METRIC_NONE_ID);
 	for (int k = 0; k < 1000; k++)
 		tb_span(p, m, 1, 2);
 	tb_start(p, m, 7, 1);
@@ -213,6 +274,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_fill_drop_refill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_spans, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_start_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_wrap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_consumer_index, setup, teardown),
 		cmocka_unit_test(test_noop_handle),

@@ -123,7 +123,7 @@ static int setup(struct coll_bench *b, int nrings, int nmetrics, const char **wh
 		char name[32];
 		snprintf(name, sizeof(name), "m%d", m);
 		b->ids[m] = tb_metric(b->p[0], name);
-		if (b->ids[m] == TB_METRIC_NONE) {
+		if (tb_metric_id(b->ids[m]) == TB_METRIC_NONE_ID) {
 			*why = "cannot register a metric";
 			return -1;
 		}

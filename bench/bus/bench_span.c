@@ -16,6 +16,8 @@
  *   span_now    the same with done = tb_now(p): what an engine that reads
  *               the bus clock pays per event;
  *   span_full   tb_span into a full ring: the drop path (counted, no write);
+ *   span_harness  op span's loop and loads without the call (for callgrind:
+ *               span - span_harness is tb_span's own instructions);
  *   tb_now      the bus clock read;
  *   clock_gettime  clock_gettime(CLOCK_MONOTONIC) called directly.
  *
@@ -134,6 +136,21 @@ static void op_span(struct span_bench *b, uint32_t n)
 	b->pos = pos;
 }
 
+/* op_span without tb_span: the same loop and the same loads of the handle,
+ * the metric and the two timestamps, handed to an empty asm statement (which
+ * may write memory, as tb_span's stores may, so everything is loaded again
+ * each time). span - span_harness is tb_span's own instructions. */
+static void op_span_harness(struct span_bench *b, uint32_t n)
+{
+	uint64_t pos = b->pos;
+	for (uint32_t i = 0; i < n; i++, pos++) {
+		uint32_t k = (uint32_t)pos & (SPAN_VALUES - 1);
+		__asm__ volatile("" : : "r"(b->p), "r"(b->metric.bits), "r"(b->intended[k]), "r"(b->done[k])
+				 : "memory");
+	}
+	b->pos = pos;
+}
+
 static void op_span_now(struct span_bench *b, uint32_t n)
 {
 	uint64_t pos = b->pos;
@@ -168,15 +185,13 @@ static void op_clock_gettime(struct span_bench *b, uint32_t n)
 /* The instantaneous consumer: everything written so far has been read. */
 static void ring_consume_all(struct span_bench *b)
 {
-	ck_ring_t *r = b->ring;
-	__atomic_store_n(&r->c_head, __atomic_load_n(&r->p_tail, __ATOMIC_RELAXED),
-			 __ATOMIC_RELEASE);
+	__atomic_store_n(&b->ring->c_head, tb__head(b->p), __ATOMIC_RELEASE);
 }
 
 static void ring_fill(struct span_bench *b)
 {
 	ring_consume_all(b);
-	for (uint32_t i = 0; i < b->ring_capacity - 1; i++)
+	for (uint32_t i = 0; i < b->ring_capacity; i++)
 		tb_span(b->p, b->metric, b->intended[i & (SPAN_VALUES - 1)],
 			b->done[i & (SPAN_VALUES - 1)]);
 }
@@ -200,6 +215,7 @@ static const struct op ops[] = {
 	{"span", op_span, ring_consume_all, ring_consume_all},
 	{"span_now", op_span_now, ring_consume_all, ring_consume_all},
 	{"span_full", op_span, ring_fill, nothing},
+	{"span_harness", op_span_harness, nothing, nothing},
 	{"tb_now", op_tb_now, nothing, nothing},
 	{"clock_gettime", op_clock_gettime, nothing, nothing},
 };
@@ -488,7 +504,8 @@ static int usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s [--runs R] [--min-ms MS] [--tsv] [--percall]\n"
 		"       %s --op NAME --iters N   (NAME: store store_ring hdr_record span\n"
-		"                                  span_now span_full tb_now clock_gettime)\n",
+		"                                  span_now span_full span_harness tb_now\n"
+		"                                  clock_gettime)\n",
 		argv0, argv0);
 	return 2;
 }

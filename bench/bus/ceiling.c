@@ -178,9 +178,8 @@ static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 	bench_rng_state += (uint64_t)i;
 	for (int k = 0; k < CEIL_VALUES; k++) {
 		w.latency[k] = bench_latency_ns();
-		w.w0[k] = ((uint64_t)TB_EV_SPAN << TB_KIND_SHIFT) |
-			  ((uint64_t)(k % CEIL_METRICS) << TB_METRIC_SHIFT) |
-			  (w.latency[k] & TB_FIELD_MASK);
+		w.w0[k] = TB_EV_SPAN | ((uint64_t)(k % CEIL_METRICS) << TB_METRIC_SHIFT) |
+			  ((w.latency[k] & TB_FIELD_MASK) << TB_FIELD_SHIFT);
 	}
 	memset(w.ev, 0, o->events * sizeof(tb_event)); /* fault the ring in, as a bus's is */
 	if (bench_procs_go(ctl) == 0)

@@ -12,18 +12,20 @@
  * exactly (tb_producer_stats, and the collector's health log).
  *
  * Attaching never aborts the engine: if the bus cannot be reached, tb_attach
- * still returns a handle whose recording is a counted no-op (its limit is
- * always reached and it has no ring), and tb_producer_error() says why.
+ * still returns a handle whose recording is a counted no-op (it is always
+ * at its stop and has no ring), and tb_producer_error() says why.
  *
- * The ring is a Concurrency Kit SPSC ring (ck_ring_t), written here without
- * calling ck: the handle keeps the producer index and a limit up to which it
- * may write without reading the collector's index, so the common path reads
- * nothing outside this handle and touches no line the collector writes.
- * Memory ordering: the event is written into its slot, then the producer
- * index is published with release ordering (a plain store on x86); the
- * collector loads that index with acquire ordering before it reads the slot
- * and publishes its own consumer index with release ordering after. Only on
- * reaching the limit does the producer read the consumer index again; a
+ * The ring's protocol is in seg_abi.h: each event publishes itself by its
+ * first word's lap bit, so the common path writes the event's two words and
+ * moves a pointer in this handle, and touches no shared index. The handle
+ * keeps a pointer to the next slot and a stop pointer up to which it may
+ * write without reading the collector's index: the end of the ring's slot
+ * array, or the last consumer index seen plus the ring's capacity, whichever
+ * comes first. Memory ordering: the second word is stored first, then the
+ * first word with release ordering (both plain stores on x86); the collector
+ * loads the first word with acquire ordering before the second, and
+ * publishes its consumer index with release ordering after its reads. Only
+ * on reaching the stop does the producer read the consumer index again; a
  * stale value can only make the ring look fuller than it is (a drop, never
  * an overwrite).
  *
@@ -45,10 +47,22 @@
 extern "C" {
 #endif
 
-typedef uint16_t tb_metric_t;
-/* Returned by tb_metric() when no id could be had; its events are dropped
- * by the collector and counted as unregistered. Never handed to a name. */
-#define TB_METRIC_NONE ((tb_metric_t)(TB_MAX_METRICS - 1))
+/* A metric, as tb_metric() gives it: its 14-bit id already in its place in
+ * an event's first word, so the hot path only ORs it in. A struct, so that a
+ * plain integer (a raw id, a sequence number in the wrong argument) cannot
+ * be passed for it by mistake. */
+typedef struct tb_metric_t {
+	uint64_t bits; /* id << TB_METRIC_SHIFT; nothing else */
+} tb_metric_t;
+/* The id of the metric tb_metric() gives when no id could be had; its events
+ * are dropped by the collector and counted as unregistered. Never handed to
+ * a name. */
+#define TB_METRIC_NONE_ID (TB_MAX_METRICS - 1u)
+
+static inline uint32_t tb_metric_id(tb_metric_t m)
+{
+	return (uint32_t)(m.bits >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1);
+}
 
 typedef struct tb_producer_stats {
 	uint64_t attempted; /* events the caller tried to record */
@@ -57,19 +71,22 @@ typedef struct tb_producer_stats {
 } tb_producer_stats;
 
 /* The handle. The first fields are the hot path's and only this thread
- * touches them; treat all as private. `head` is the ring's producer index;
- * the ring may be written without looking at the collector's index until
- * head reaches `limit`, the last consumer index seen plus the ring's usable
- * capacity. */
+ * touches them; treat all as private. `cur` is the slot the next event goes
+ * to, in shared memory; events may be written up to (not including) `stop`
+ * without looking at the collector's index; `lap` is the lap bit of the
+ * current pass over the ring (seg_abi.h). */
 typedef struct tb_producer {
-	uint32_t head;
-	uint32_t limit;
-	uint32_t mask;    /* slots - 1 */
-	uint32_t head_seen; /* head when tb__full last ran (at most `mask` events ago) */
-	tb_event *events; /* the ring's slots, in shared memory */
+	tb_event *cur;
+	tb_event *stop;
+	uint64_t lap;
 	/* cold */
-	ck_ring_t *ring;          /* the ring's header, just before `events` */
-	uint64_t written;         /* events written up to head_seen */
+	tb_event *events;   /* the ring's slot array, NULL for a no-op handle */
+	ck_ring_t *ring;    /* the ring's header, just before `events` */
+	uint32_t lap_start; /* ring index of events[0] in the current pass */
+	uint32_t mask;      /* slots - 1 */
+	unsigned log2;      /* log2(slots) */
+	uint32_t head_seen; /* ring index when tb__full last ran (at most one ring ago) */
+	uint64_t written;   /* events written up to head_seen */
 	uint64_t dropped;
 	uint64_t *shared_dropped; /* the slot's counter, or &dropped for a no-op handle */
 	void *seg;     /* tb_seg *, NULL for a no-op handle */
@@ -107,67 +124,74 @@ static inline uint64_t tb_now(const tb_producer *p)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Cold: head reached limit. Reads the collector's index again and writes
- * the event if there is room after all; else drops it and counts the drop.
- * Always the case for a no-op handle (limit == head, no ring). */
+/* Cold: `cur` reached `stop`. Moves to the next pass at the ring's end,
+ * publishes the position as a hint (p_tail), reads the collector's index
+ * again and writes the event if there is room after all; else drops it and
+ * counts the drop. Always the case for a no-op handle (cur == stop == NULL).
+ * `w0` comes without its lap bit. */
 void tb__full(tb_producer *p, uint64_t w0, uint64_t w1);
 
-/* The ring's producer index sits at a fixed distance before its slots. */
-#define TB__P_TAIL_FROM_EVENTS \
-	((ptrdiff_t)offsetof(ck_ring_t, p_tail) - (ptrdiff_t)TB_RING_HEADER_SIZE)
+/* The ring index of `cur` (tests, benchmarks, statistics). */
+static inline uint32_t tb__head(const tb_producer *p)
+{
+	return p->lap_start + (uint32_t)(p->cur - p->events);
+}
 
 static inline void tb__emit(tb_producer *p, uint64_t w0, uint64_t w1)
 {
-	uint32_t h = p->head;
-	if (TB_UNLIKELY(h == p->limit)) {
+	tb_event *e = p->cur;
+	if (TB_UNLIKELY(e == p->stop)) {
 		tb__full(p, w0, w1);
 		return;
 	}
-	tb_event *events = p->events; /* read once: the stores below may alias */
-	tb_event *e = &events[h & p->mask];
-	/* two plain 8-byte stores: relaxed atomics keep the compiler from
-	 * packing the words into one vector store, which costs two more
-	 * instructions to build than it saves */
-	__atomic_store_n(&e->w0, w0, __ATOMIC_RELAXED);
+	/* the second word, then the first, which publishes the event: plain
+	 * 8-byte stores (relaxed atomics also keep the compiler from packing
+	 * them into one vector store, which costs more to build than it saves) */
 	__atomic_store_n(&e->w1, w1, __ATOMIC_RELAXED);
-	h++;
-	p->head = h;
-	/* release: the slot's two words are visible before the index that
-	 * hands them to the collector (on x86 a plain store) */
-	__atomic_store_n((uint32_t *)((char *)events + TB__P_TAIL_FROM_EVENTS), h, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->w0, w0 | p->lap, __ATOMIC_RELEASE);
+	p->cur = e + 1;
 }
 
-/* The metric id is masked to its 14 bits although tb_metric() only gives
- * ids in range: one instruction, so that a caller's bad id can never turn
- * a SPAN into a START or END whose "sequence" is a latency (a made-up match). */
-static inline uint64_t tb__word0(enum tb_event_kind kind, tb_metric_t m, uint64_t field)
+/* A SPAN's duration, done - intended, in its place in w0: a signed field,
+ * so a negative duration (a completion before its intended time) goes
+ * through as it is and the collector counts it; one that does not fit
+ * (19.5 hours or more either way: an unset intended time) becomes
+ * TB_FIELD_INVALID, which the collector counts the same way. */
+static inline uint64_t tb__span_field(uint64_t intended, uint64_t done)
 {
-	return ((uint64_t)kind << TB_KIND_SHIFT) |
-	       ((uint64_t)(m & (TB_MAX_METRICS - 1)) << TB_METRIC_SHIFT) | (field & TB_FIELD_MASK);
+	int64_t d = (int64_t)(done - intended), placed;
+#if defined(__GNUC__)
+	/* one multiply by 2^17, whose overflow flag is the range check */
+	if (TB_UNLIKELY(__builtin_mul_overflow(d, (int64_t)1 << TB_FIELD_SHIFT, &placed)))
+		return TB_FIELD_INVALID;
+#else
+	if (d < -((int64_t)1 << (TB_FIELD_BITS - 1)) || d >= (int64_t)1 << (TB_FIELD_BITS - 1))
+		return TB_FIELD_INVALID;
+	placed = (int64_t)((uint64_t)d << TB_FIELD_SHIFT);
+#endif
+	return (uint64_t)placed;
 }
 
 /* One request: due at `intended`, finished at `done`. A `done` before
- * `intended` (or 2^48 ns, 78 hours, or more after it) is invalid: the
- * collector records it as 0 and counts it as negative. */
+ * `intended` (or 19.5 hours or more after it) is invalid: the collector
+ * records it as 0 and counts it as negative. */
 static inline void tb_span(tb_producer *p, tb_metric_t m, uint64_t intended, uint64_t done)
 {
-	uint64_t d = done - intended; /* a negative difference wraps to a huge one */
-	d = d > TB_FIELD_INVALID ? TB_FIELD_INVALID : d;
-	tb__emit(p, tb__word0(TB_EV_SPAN, m, d), intended);
+	tb__emit(p, tb__span_field(intended, done) | m.bits, intended); /* TB_EV_SPAN is 0 */
 }
 
 /* The first half of a request seen on two threads (or processes): it entered
  * at `intended`. The collector joins it with the tb_end of the same
- * (metric, seq); seq is taken modulo 2^48. */
+ * (metric, seq); seq is taken modulo 2^47. */
 static inline void tb_start(tb_producer *p, tb_metric_t m, uint64_t seq, uint64_t intended)
 {
-	tb__emit(p, tb__word0(TB_EV_START, m, seq), intended);
+	tb__emit(p, (seq << TB_FIELD_SHIFT) | m.bits | TB_EV_START, intended);
 }
 
 /* The second half: request `seq` of metric m completed at `done`. */
 static inline void tb_end(tb_producer *p, tb_metric_t m, uint64_t seq, uint64_t done)
 {
-	tb__emit(p, tb__word0(TB_EV_END, m, seq), done);
+	tb__emit(p, (seq << TB_FIELD_SHIFT) | m.bits | TB_EV_END, done);
 }
 
 #ifdef __cplusplus

@@ -14,20 +14,41 @@
  *   metric id carried in every event.
  * - live area: per metric, the last `live_intervals` published intervals
  *   under a sequence counter (a seqlock with bounded reader retries).
- * - rings: Concurrency Kit SPSC rings of 16-byte events, one per slot.
+ * - rings: single-producer rings of 16-byte events, one per slot, with a
+ *   Concurrency Kit ring header (ck_ring_t) for their indices.
  *
  * Producers write their slot's counters, their ring and the metric table.
  * The collector treats all of that as untrusted: it keeps its own copy of the
  * layout from the header it validated, derives every ring address itself, and
  * bounds every index it reads by its private capacity.
  *
- * Event encoding (two 64-bit words, four events per cache line):
- *   w0 = kind:2 | metric:14 | field:48     w1 = timestamp
- *   SPAN : field = done - intended (TB_FIELD_INVALID if done < intended or
- *          the difference does not fit in 48 bits),
+ * Event encoding (two 64-bit words, four events per cache line), w0 from
+ * its low bits up:
+ *   w0 = kind:2 | lap:1 | metric:14 | field:47     w1 = timestamp
+ *   SPAN : field = done - intended, a signed 47-bit count of nanoseconds;
+ *          a negative one (a completion before its intended time), or one
+ *          that does not fit (19.5 hours or more: an unset intended time),
+ *          is sent as TB_FIELD_INVALID, the most negative field;
  *          w1 = intended
- *   START: field = request sequence, w1 = intended
- *   END  : field = request sequence, w1 = completion
+ *   START: field = request sequence (modulo 2^47), w1 = intended
+ *   END  : field = request sequence (modulo 2^47), w1 = completion
+ * The field sits at the top so that the producer puts a duration in place
+ * and catches one that does not fit with one instruction (a multiply by
+ * 2^17 that sets the overflow flag).
+ *
+ * Ring protocol (ABI 2). Ring indices are free-running 32-bit counters; the
+ * event of index i lives in slot i mod capacity. Each event publishes itself:
+ * the producer writes w1, then w0 with release ordering, and w0's lap bit
+ * says which pass over the ring wrote it (tb_lap_bit: set on even passes,
+ * clear on odd ones; a zeroed ring therefore reads as empty). The collector
+ * reads slot after slot while the lap bit is the one its own index expects,
+ * and publishes its consumer index (ck_ring_t.c_head) after the reads. So
+ * the producer writes no shared index per event: it keeps its position in
+ * its handle, and stores it into ck_ring_t.p_tail only on its cold path
+ * (once per pass over the ring, and whenever it finds the ring full). That
+ * p_tail is a hint, at most one ring behind: the collector uses it for the
+ * high-water mark and to catch a corrupt ring, never to decide what to read.
+ * The producer may write index i once i - c_head < capacity.
  */
 #ifndef TAILBUS_SEG_ABI_H
 #define TAILBUS_SEG_ABI_H
@@ -40,7 +61,7 @@
 #include <ck_ring.h>
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
-#define TB_ABI_MAJOR 1u                            /* layout changes: readers refuse */
+#define TB_ABI_MAJOR 2u                            /* layout changes: readers refuse */
 #define TB_ABI_MINOR 0u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
@@ -48,25 +69,38 @@
 /* Event kinds (2 bits). */
 enum tb_event_kind { TB_EV_SPAN = 0, TB_EV_START = 1, TB_EV_END = 2, TB_EV_MARK = 3 };
 
-#define TB_KIND_SHIFT 62
-#define TB_METRIC_SHIFT 48
+#define TB_KIND_MASK 3u
+#define TB_LAP_SHIFT 2
+#define TB_LAP_BIT (UINT64_C(1) << TB_LAP_SHIFT)
+#define TB_METRIC_SHIFT 3
 #define TB_METRIC_BITS 14
 #define TB_MAX_METRICS (1u << TB_METRIC_BITS)
-#define TB_FIELD_MASK ((UINT64_C(1) << TB_METRIC_SHIFT) - 1)
-/* A SPAN whose completion came before its intended time (clock skew, a
- * caller's mistake) or 78 hours or more after it (2^48 - 1 ns; an unset
- * intended time): recorded as 0 and counted as negative by the collector.
- * Valid durations above the histogram's range (1 hour) are clamped there. */
-#define TB_FIELD_INVALID TB_FIELD_MASK
+#define TB_FIELD_SHIFT 17
+#define TB_FIELD_BITS 47
+#define TB_FIELD_MASK ((UINT64_C(1) << TB_FIELD_BITS) - 1) /* of the field, shifted down */
+/* A SPAN's field for a completion before its intended time (clock skew, a
+ * caller's mistake) or 2^46 ns (19.5 hours) or more after it (an unset
+ * intended time): the most negative field, w0's top bit alone. The collector
+ * records every negative field as 0 and counts it as negative. Valid
+ * durations above the histogram's range (1 hour) are clamped there. */
+#define TB_FIELD_INVALID (UINT64_C(1) << 63)
 
 typedef struct tb_event {
 	uint64_t w0;
 	uint64_t w1;
 } tb_event;
 static_assert(sizeof(tb_event) == 16, "four events per cache line");
+static_assert(TB_METRIC_SHIFT + TB_METRIC_BITS == TB_FIELD_SHIFT &&
+		      TB_FIELD_SHIFT + TB_FIELD_BITS == 64,
+	      "kind, lap, metric and field fill w0");
 
-/* The typed SPSC ring of events (ck_ring_enqueue_spsc_tb_event, ...). */
-CK_RING_PROTOTYPE(tb_event, tb_event)
+/* The lap bit that marks the event of ring index `index` as written, in a
+ * ring of 2^capacity_log2 events. Because the capacity divides 2^32 an even
+ * number of times, the bit is the same on both sides of the index's wrap. */
+static inline uint64_t tb_lap_bit(uint32_t index, unsigned capacity_log2)
+{
+	return (uint64_t)(~(index >> capacity_log2) & 1u) << TB_LAP_SHIFT;
+}
 
 enum tb_slot_state {
 	TB_SLOT_FREE = 0,        /* no owner; a producer may claim it with a CAS */

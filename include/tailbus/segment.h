@@ -106,6 +106,18 @@ static inline tb_event *tb_seg_events(const tb_seg *s, uint32_t i)
 {
 	return (tb_event *)((uint8_t *)tb_seg_ring(s, i) + TB_RING_HEADER_SIZE);
 }
+/* log2 of the ring capacity (a power of two), for tb_lap_bit. */
+static inline unsigned tb_seg_ring_log2(const tb_seg *s)
+{
+	return (unsigned)__builtin_ctz(s->layout.ring_capacity);
+}
+
+/* Start ring i afresh at index `index`, with nothing in it: both indices
+ * set to it, and every slot marked as not yet written for the pass that
+ * begins there. Only while neither a producer nor a collector uses it (a
+ * new segment, a slot the collector frees, tests). */
+void tb_seg_ring_reset(tb_seg *s, uint32_t i, uint32_t index);
+
 static inline tb_live_metric *tb_seg_live(const tb_seg *s, uint32_t id)
 {
 	return (tb_live_metric *)(s->base + s->layout.live_off + (uint64_t)id * s->layout.live_stride);
