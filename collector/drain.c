@@ -228,14 +228,23 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 	unsigned log2 = tb_seg_ring_log2(&c->seg);
 	uint32_t cons = f->cons, n = 0;
 	while (n < limit) {
-		const tb_event *ev = &events[cons & mask];
-		/* acquire: the second word is read after the first that published it */
-		uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
-		if ((w0 ^ tb_lap_bit(cons, log2)) & TB_LAP_BIT)
-			break; /* not written yet in this pass */
-		decode(c, i, w0, __atomic_load_n(&ev->w1, __ATOMIC_RELAXED), now_mono);
-		cons++;
-		n++;
+		/* up to the end of the slot array, the lap bit to expect is one */
+		uint32_t at = cons & mask, run = mask + 1 - at, k;
+		if (run > limit - n)
+			run = limit - n;
+		const tb_event *ev = &events[at];
+		uint64_t want = tb_lap_bit(cons, log2);
+		for (k = 0; k < run; k++) {
+			/* acquire: the second word is read after the first that published it */
+			uint64_t w0 = __atomic_load_n(&ev[k].w0, __ATOMIC_ACQUIRE);
+			if ((w0 & TB_LAP_BIT) != want)
+				break; /* not written yet in this pass */
+			decode(c, i, w0, __atomic_load_n(&ev[k].w1, __ATOMIC_RELAXED), now_mono);
+		}
+		cons += k;
+		n += k;
+		if (k < run)
+			break;
 	}
 	if (n == 0)
 		return 0; /* nothing taken: leave the line the producer reads untouched */
