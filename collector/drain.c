@@ -125,10 +125,20 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 	return s;
 }
 
+/* a + b for event times, which come from producers: saturated, so a
+ * timestamp near either end of the range is never undefined arithmetic */
+static inline int64_t add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (TB_UNLIKELY(__builtin_add_overflow(a, b, &r)))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t latency,
 		   int64_t completion_mono)
 {
-	int64_t completion = completion_mono + c->clock_offset_ns;
+	int64_t completion = add_sat(completion_mono, c->clock_offset_ns);
 	int half = c->cur;
 	if (completion >= c->interval_start_ns + c->cfg.interval_ns) {
 		half ^= 1;
@@ -198,11 +208,11 @@ static void decode(tb_collector *c, uint32_t slot, uint64_t w0, uint64_t w1, int
 	case TB_EV_SPAN:
 		/* the field is signed: negative, or TB_FIELD_INVALID, is counted */
 		latency = (int64_t)w0 >> TB_FIELD_SHIFT;
-		record(c, slot, metric, latency, at + (latency > 0 ? latency : 0));
+		record(c, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0));
 		break;
 	case TB_EV_START: /* a match completes at the parked END's time */
 		rc = tb_join_start(&c->join, metric, field, at, now_mono, &latency);
-		joined(c, slot, metric, true, rc, latency, at + (latency > 0 ? latency : 0));
+		joined(c, slot, metric, true, rc, latency, add_sat(at, latency > 0 ? latency : 0));
 		break;
 	case TB_EV_END:
 		rc = tb_join_end(&c->join, metric, field, at, now_mono, &latency);

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Build the fuzz seed corpora from the HdrHistogram peer fixtures.
 
+corpus/ring holds rings for fuzz_ring.c: honest ones (across the slot
+array's end and the 32-bit index wrap, START/END pairs, a gap), and ones with
+a bad metric, a bad position hint, a scribbled header or another slot state.
 corpus/payload holds what fuzz_payload.c decodes: compressed V2 and V1 frames
 (base64-decoded payloads), their inflated inner buffers, a few payloads as
 base64 text, and two hand-made edge cases. corpus/logline holds short logs
@@ -140,6 +143,50 @@ def logline_corpus():
         write("logline", name, data)
 
 
+# fuzz_ring.c: a 9-byte header (start index, hint relative to it, flags),
+# then 16-byte events; rings of 64 events, lap bit set on even passes.
+RING = 64
+
+
+def ring_event(index, kind, metric, field, w1, lap_ok=True):
+    lap = 1 if ((index // RING) & 1) == 0 else 0
+    if not lap_ok:
+        lap ^= 1
+    w0 = ((field & (2**47 - 1)) << 17) | (metric << 3) | (lap << 2) | kind
+    return struct.pack("<QQ", w0, w1)
+
+
+def ring_input(start, hint, flags, events):
+    """events: (kind, metric, field, w1[, lap_ok]) at indices start, start + 1, ..."""
+    body = b"".join(ring_event((start + k) % 2**32, *e) for k, e in enumerate(events))
+    return struct.pack("<IiB", start, hint, flags) + body
+
+
+def ring_corpus():
+    spans = [(0, k % 4, 1000 * (k + 1), 10**12 + k) for k in range(10)]
+    pairs = []
+    for seq in range(6):
+        pairs += [(1, seq % 4, seq, 10**12), (2, seq % 4, seq, 10**12 + 5000 + seq)]
+    wrap_start = 2**32 - 40  # crosses the slot array's end and the index wrap
+    seeds = {
+        "spans": ring_input(0, 10, 0, spans),
+        "spans-odd-pass": ring_input(RING * 3 + 20, 0, 0, spans),
+        "wrap": ring_input(wrap_start, 64, 0, [(0, k % 4, k, k) for k in range(64)]),
+        "start-end": ring_input(5, 12, 0, pairs),
+        "gap": ring_input(7, 10, 0, spans[:5] + [spans[5] + (False,)] + spans[6:]),
+        "bad-metric-and-mark": ring_input(0, 3, 0, [(0, 9, 5, 1), (3, 1, 0, 1), (0, 2, -3, 1)]),
+        "hint-out-of-range": ring_input(0, RING * 7 + 3, 0, spans),
+        "hint-behind": ring_input(1000, -RING, 0, spans),
+        "scribbled-size": ring_input(0, 10, 1, spans),
+        "scribbled-mask": ring_input(0, 10, 2, spans),
+        "detached": ring_input(0, 10, 1 << 2, spans),
+        "claimed": ring_input(0, 10, 2 << 2, spans),
+    }
+    for name, data in seeds.items():
+        write("ring", name, data)
+
+
 if __name__ == "__main__":
     payload_corpus()
     logline_corpus()
+    ring_corpus()

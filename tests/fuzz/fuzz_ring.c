@@ -1,0 +1,222 @@
+/* fuzz_ring.c - libFuzzer target for the collector's reading of a ring.
+ *
+ * Producers write their ring (its events and its position hint) and can
+ * scribble on its header and their slot; the collector must read none of it
+ * out of bounds, read exactly the events the ring protocol says are there,
+ * and quarantine a ring that cannot be honest (seg_abi.h, drain.c).
+ *
+ * One real collector (tb_collector_open on a bus of 2 slots of 64-event
+ * rings, in a private directory) serves every input; each input rewrites
+ * slot 0 and its ring from scratch and lets the collector find it:
+ *
+ *   bytes 0-3   ring index the ring starts at (little-endian)
+ *   bytes 4-7   the producer's position hint, relative to it (signed)
+ *   byte  8     bit 0: scribble the header's size, bit 1: its mask,
+ *               bits 2-3: the slot's state (LIVE, DETACHED, CLAIMED, junk)
+ *   then        up to 64 events of 16 bytes (little-endian words), written
+ *               at the ring indices from the start on, lap bit and all as
+ *               the input has them, except that a metric field of 0-3 is
+ *               replaced by the id of registered metric m0-m3 (ids are
+ *               placed by a hash of the name, which seeds cannot know)
+ *
+ * Then three drain passes and a housekeeping pass. What must hold:
+ *   - a LIVE slot whose hint is within one ring of the start and whose
+ *     header is intact is read exactly as far as the events carry the lap
+ *     bit of their index, in order (at most a ring), and its consumer index
+ *     published there;
+ *   - one whose hint is further off, or whose header was scribbled, is
+ *     quarantined at once and nothing is read from it; one whose hint is
+ *     more than a ring from where the reading stopped is quarantined then;
+ *   - whatever the state, the collector's index moves at most a ring;
+ *   - every event read is accounted for: recorded, parked or counted as
+ *     bad (unregistered metric, unknown kind).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "fuzz_check.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define RING_EVENTS 64u
+#define HEADER_BYTES 9u
+#define METRICS 4
+
+static tb_collector coll;
+static bool ready;
+static uint32_t metric_id[METRICS];
+
+static void init(void)
+{
+	static char seg_dir[] = "/tmp/tb-fuzz-ring-seg.XXXXXX";
+	static char log_dir[] = "/tmp/tb-fuzz-ring-log.XXXXXX";
+	if (!mkdtemp(seg_dir) || !mkdtemp(log_dir)) {
+		perror("fuzz_ring: mkdtemp");
+		abort();
+	}
+	tb_collector_config cfg;
+	tb_collector_config_default(&cfg);
+	cfg.bus = "fuzz-ring";
+	cfg.dir = seg_dir;
+	cfg.writer.dir = log_dir;
+	cfg.fresh = true;
+	cfg.seg.slot_count = 2;
+	cfg.seg.ring_capacity = RING_EVENTS;
+	cfg.seg.metric_capacity = 16;
+	cfg.max_series = 64;
+	cfg.join_capacity = 64;
+	const char *why = NULL;
+	int rc = tb_collector_open(&coll, &cfg, &why);
+	if (rc < 0) {
+		fprintf(stderr, "fuzz_ring: tb_collector_open: %s (%d)\n", why ? why : "?", rc);
+		abort();
+	}
+	for (int m = 0; m < METRICS; m++) {
+		char name[8];
+		snprintf(name, sizeof(name), "m%d", m);
+		int id = tb_seg_metric_register(&coll.seg, name);
+		FUZZ_CHECK(id >= 0, "metric %s\n", name);
+		metric_id[m] = (uint32_t)id;
+	}
+	ready = true;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t counted(size_t field)
+{
+	uint64_t n = 0;
+	for (int h = 0; h < 2; h++) {
+		for (uint32_t m = 0; m < coll.seg.layout.metric_capacity; m++)
+			n += *(const uint64_t *)((const char *)&coll.counts[h][m] + field);
+	}
+	return n;
+}
+
+/* Every event read is accounted for. The input says which were SPANs of a
+ * registered metric (each recorded once), which were bad (counted), and
+ * which were START or END halves: two per match (recorded once), one per
+ * half still parked, refused for want of room, or replaced by a duplicate. */
+static void check_accounts(const tb_event *events, uint32_t start, uint32_t n, uint64_t dup_before)
+{
+	uint64_t spans = 0, bad = 0, halves = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t w0 = events[(start + k) & (RING_EVENTS - 1)].w0;
+		uint32_t metric = (uint32_t)(w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1), kind = w0 & TB_KIND_MASK;
+		bool known = false;
+		for (int m = 0; m < METRICS; m++)
+			known |= metric == metric_id[m];
+		if (!known || kind == TB_EV_MARK)
+			bad++;
+		else if (kind == TB_EV_SPAN)
+			spans++;
+		else
+			halves++;
+	}
+	uint64_t recorded = counted(offsetof(tb_metric_counts, events));
+	FUZZ_CHECK(coll.slots[0].bad_events == bad, "%llu bad events counted, %llu read\n",
+		   (unsigned long long)coll.slots[0].bad_events, (unsigned long long)bad);
+	FUZZ_CHECK(recorded >= spans, "%llu recorded, %llu SPANs read\n", (unsigned long long)recorded,
+		   (unsigned long long)spans);
+	uint64_t matched = recorded - spans;
+	uint64_t left = coll.join.used + counted(offsetof(tb_metric_counts, unmatched_start)) +
+			counted(offsetof(tb_metric_counts, unmatched_end)) + coll.join.duplicates - dup_before;
+	FUZZ_CHECK(halves == 2 * matched + left, "%llu halves read: %llu matched, %llu left\n",
+		   (unsigned long long)halves, (unsigned long long)matched, (unsigned long long)left);
+}
+
+static bool hint_near(uint32_t hint, uint32_t index)
+{
+	uint32_t ahead = hint - index;
+	return ahead <= RING_EVENTS || -ahead <= RING_EVENTS;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!ready)
+		init();
+	if (size < HEADER_BYTES)
+		return 0;
+	tb_seg *seg = &coll.seg;
+	tb_slot *slot = tb_seg_slot(seg, 0);
+	tb_slot_follow *f = &coll.slots[0];
+	uint32_t start = le32(data), hint = start + le32(data + 4);
+	uint8_t flags = data[8];
+	size_t given = (size - HEADER_BYTES) / sizeof(tb_event);
+	if (given > RING_EVENTS)
+		given = RING_EVENTS;
+
+	/* a fresh slot 0, unknown to the collector, and its ring */
+	__atomic_store_n(&slot->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
+	int32_t *series_of = f->series_of;
+	memset(f, 0, sizeof(*f));
+	f->series_of = series_of;
+	memset(coll.counts[0], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
+	memset(coll.counts[1], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
+	tb_join_expire(&coll.join, INT64_MAX - coll.join.timeout_ns, NULL, NULL);
+	tb_seg_ring_reset(seg, 0, start);
+	ck_ring_t *ring = tb_seg_ring(seg, 0);
+	tb_event *events = tb_seg_events(seg, 0);
+	for (size_t j = 0; j < given; j++) {
+		tb_event *e = &events[(start + j) & (RING_EVENTS - 1)];
+		memcpy(e, data + HEADER_BYTES + j * sizeof(tb_event), sizeof(tb_event));
+		uint32_t m = (uint32_t)(e->w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1);
+		if (m < METRICS) /* name a registered metric by its real id */
+			e->w0 = (e->w0 & ~((uint64_t)(TB_MAX_METRICS - 1) << TB_METRIC_SHIFT)) |
+				(uint64_t)metric_id[m] << TB_METRIC_SHIFT;
+	}
+	ring->p_tail = hint;
+	if (flags & 1)
+		ring->size ^= 0x80000001u;
+	if (flags & 2)
+		ring->mask = ring->mask * 2 + 1;
+	static const uint32_t states[4] = {TB_SLOT_LIVE, TB_SLOT_DETACHED, TB_SLOT_CLAIMED, 0x5a5a};
+	uint32_t state = states[(flags >> 2) & 3];
+	slot->pid = getpid();
+	slot->pid_start_time = tb_proc_start_time(getpid());
+	slot->generation++;
+	slot->attached_ns = 1;
+	__atomic_store_n(&slot->state, state, __ATOMIC_RELEASE);
+
+	/* what the protocol says the collector may read */
+	uint32_t expect = 0;
+	while (expect < given &&
+	       (events[(start + expect) & (RING_EVENTS - 1)].w0 & TB_LAP_BIT) ==
+		       tb_lap_bit(start + expect, tb_seg_ring_log2(seg)))
+		expect++;
+	/* an honest producer's hint is within a ring of the collector's index,
+	 * checked at every pass: so at the start, and after what was read */
+	bool sane = hint_near(hint, start) && !(flags & 3);
+	uint32_t want = sane ? expect : 0;
+	bool honest = sane && hint_near(hint, start + want);
+
+	uint64_t dup_before = coll.join.duplicates;
+	for (int pass = 0; pass < 3; pass++)
+		tb_collector_drain_pass(&coll);
+	if (state == TB_SLOT_LIVE) {
+		FUZZ_CHECK(f->followed, "a LIVE slot is followed on the first pass\n");
+		FUZZ_CHECK(f->quarantined == !honest, "quarantined %d, honest ring %d (%s)\n",
+			   f->quarantined, honest, f->reason);
+		FUZZ_CHECK(f->cons - start == want, "read %u events, the ring holds %u\n",
+			   f->cons - start, want);
+		if (want > 0)
+			FUZZ_CHECK(ring->c_head == f->cons, "published %u, read to %u\n", ring->c_head,
+				   f->cons);
+		check_accounts(events, start, want, dup_before);
+	}
+	int64_t now = tb_collector_now(&coll) - coll.clock_offset_ns;
+	tb_collector_housekeep(&coll, now);
+	if (f->followed)
+		FUZZ_CHECK(f->cons - start <= RING_EVENTS, "read %u events from a ring of %u\n",
+			   f->cons - start, RING_EVENTS);
+	return 0;
+}
