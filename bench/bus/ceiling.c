@@ -15,21 +15,23 @@
  * events/s per producer exactly as flood paces. A full ring drops the event
  * and counts it, as tb_span does.
  *
- * The ring: E events (default TB_SEG_DEFAULT_RING_EVENTS, the bus's), a
- * producer index and a consumer index on cache lines of their own, free-
- * running 64-bit counters, at most E - 1 events held (as a ck_ring of E
- * slots). This is the best a ring of this kind does, so the producer keeps
- * a private limit (consumer index + E - 1, reloaded only when it reaches it)
- * instead of loading the consumer's line for every event, and publishes its
- * index after every event, as an event must become visible at once.
+ * The ring: E events (default TB_SEG_DEFAULT_RING_EVENTS, the bus's), with
+ * the bus's protocol (seg_abi.h), the best a ring of this kind does: each
+ * event publishes itself by the lap bit of its first word (stored after the
+ * second, with release ordering), so the producer writes no shared index;
+ * it keeps a private limit (consumer index + E, reloaded only when it
+ * reaches it) instead of loading the consumer's line for every event. The
+ * consumer index (a free-running 64-bit counter) is on a cache line of its
+ * own.
  *
  * Consumer: one process pinned to --consumer-cpu (default 1), in
  * tailbusd's loop (tb_collector_run, tb_collector_drain_pass): a pass reads
  * the clock, then visits TB_SEG_DEFAULT_SLOTS rings (those without a
  * producer stay empty, one index load each as a free slot's state is);
- * each visit loads the ring's producer index (acquire), copies at most
- * CEIL_BATCH events (tailbusd's batch) into a small private buffer, one by
- * one (no decode, no histogram), and stores the consumer index (release);
+ * each visit copies at most CEIL_BATCH events (tailbusd's batch) into a
+ * small private buffer, one by one while their lap bit says they are
+ * written (no decode, no histogram), and stores the consumer index
+ * (release) if it took any;
  * after the pass the clock is read again (tailbusd's deadline checks), and
  * a pass that found nothing sleeps --idle-us U if given (tailbusd --idle-us;
  * bench/bus/run runs both busy-polling). While a ring holds a batch or more,
@@ -39,8 +41,8 @@
  * pass in which no ring gave a whole batch (the consumer has caught up),
  * the consumer spins on its own clock for --backoff-ns B (default the
  * collector's) before the next pass. A caught-up consumer that visits
- * again at once pulls the producer's index line and the event line being
- * written away from it on every pass, which slows a producer at full speed
+ * again at once pulls the event line being written away from the producer
+ * on every pass, which slows a producer at full speed
  * 10-30 times (seen attempting 17-34 M events/s instead of ~500 M/s); the
  * slowed producer is then easy to keep up with, so a consumer as cheap as
  * a copy stays caught up for good: a second, stable state. Without the
@@ -81,7 +83,6 @@
 #define CEIL_CONSUMER_CPU 1
 
 struct ceil_ring {
-	alignas(BENCH_CACHELINE) uint64_t head; /* producer index: events written */
 	alignas(BENCH_CACHELINE) uint64_t tail; /* consumer index: events copied out */
 	/* events follow, from the next cache line */
 };
@@ -114,7 +115,8 @@ static tb_event *events_of(const struct ceiling *o, int i)
 struct producer {
 	struct ceil_ring *r;
 	tb_event *ev;
-	uint64_t mask, head, limit;
+	uint64_t mask, head, limit, lap;
+	unsigned log2;
 	uint64_t attempted, dropped;
 	uint64_t w0[CEIL_VALUES];      /* kind, metric and latency, precomputed */
 	uint64_t latency[CEIL_VALUES];
@@ -125,16 +127,20 @@ static inline void emit(struct producer *w, uint64_t w0, uint64_t w1)
 	w->attempted++;
 	if (__builtin_expect(w->head == w->limit, 0)) {
 		/* acquire: the consumer's copies of those slots are done */
-		w->limit = __atomic_load_n(&w->r->tail, __ATOMIC_ACQUIRE) + w->mask;
+		w->limit = __atomic_load_n(&w->r->tail, __ATOMIC_ACQUIRE) + w->mask + 1;
 		if (w->head == w->limit) {
 			w->dropped++;
 			return;
 		}
 	}
-	w->ev[w->head & w->mask] = (tb_event){w0, w1};
+	uint64_t at = w->head & w->mask;
+	if (__builtin_expect(at == 0, 0)) /* a new pass over the ring */
+		w->lap = tb_lap_bit((uint32_t)w->head, w->log2);
+	tb_event *e = &w->ev[at];
+	__atomic_store_n(&e->w1, w1, __ATOMIC_RELAXED);
+	/* release: the second word is written before the first, which shows the event */
+	__atomic_store_n(&e->w0, w0 | w->lap, __ATOMIC_RELEASE);
 	w->head++;
-	/* release: the event is written before the index that shows it */
-	__atomic_store_n(&w->r->head, w->head, __ATOMIC_RELEASE);
 }
 
 static uint64_t run_full(struct producer *w, uint64_t end)
@@ -174,7 +180,9 @@ static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 	w.r = ring_of(o, i);
 	w.ev = events_of(o, i);
 	w.mask = o->events - 1;
-	w.limit = w.mask; /* holds at most events - 1 */
+	w.log2 = (unsigned)__builtin_ctzll(o->events);
+	w.limit = o->events; /* holds a whole ring */
+	w.lap = tb_lap_bit(0, w.log2);
 	bench_rng_state += (uint64_t)i;
 	for (int k = 0; k < CEIL_VALUES; k++) {
 		w.latency[k] = bench_latency_ns();
@@ -193,24 +201,24 @@ static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 
 /* ---- consumer ---- */
 
-/* Copy out everything ring i holds; returns the events copied. */
+/* Copy out what ring i holds, a batch at most; returns the events copied. */
 static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, tb_event *sink)
 {
 	struct ceil_ring *r = ring_of(o, i);
 	const tb_event *ev = events_of(o, i);
-	/* acquire: the events up to head are written */
-	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), t = *tail;
-	if (head == t)
-		return 0;
-	uint64_t mask = o->events - 1, n = head - t;
-	if (n > CEIL_BATCH) {
-		n = CEIL_BATCH;
-		head = t + n;
-	}
-	for (; t != head; t++) {
-		memcpy(&sink[t & (CEIL_SINK - 1)], &ev[t & mask], sizeof(tb_event));
+	uint64_t mask = o->events - 1, t = *tail, n = 0;
+	unsigned log2 = (unsigned)__builtin_ctzll(o->events);
+	for (; n < CEIL_BATCH; n++, t++) {
+		const tb_event *e = &ev[t & mask];
+		/* acquire: the second word is read after the first that shows the event */
+		uint64_t w0 = __atomic_load_n(&e->w0, __ATOMIC_ACQUIRE);
+		if ((w0 & TB_LAP_BIT) != tb_lap_bit((uint32_t)t, log2))
+			break;
+		sink[t & (CEIL_SINK - 1)] = (tb_event){w0, __atomic_load_n(&e->w1, __ATOMIC_RELAXED)};
 		__asm__ volatile("" : : "r"(sink) : "memory"); /* each copy happens */
 	}
+	if (n == 0)
+		return 0;
 	/* release: our reads of the slots are done before the producer reuses them */
 	__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
 	*tail = t;
