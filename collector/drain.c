@@ -68,10 +68,11 @@ static bool owner_alive(const tb_slot_follow *f)
 /* The producer's position hint is at most one ring ahead of our index (we
  * may have read past it, by at most one ring, too). Records the backlog it
  * shows in the high-water mark. */
-static bool hint_in_range(tb_collector *c, tb_slot_follow *f, const ck_ring_t *ring)
+static bool hint_in_range(tb_collector *c, tb_slot_follow *f, const ck_ring_t *ring, uint32_t *hint)
 {
 	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
 	uint32_t ahead = prod - f->cons, cap = c->seg.layout.ring_capacity;
+	*hint = prod;
 	if (ahead <= cap) {
 		if (ahead > f->high_water)
 			f->high_water = ahead;
@@ -102,7 +103,8 @@ static void follow(tb_collector *c, uint32_t i)
 	uint64_t reported = __atomic_load_n(&s->dropped_reported, __ATOMIC_RELAXED);
 	f->dropped_seen = reported <= dropped ? reported : dropped;
 	f->cons = __atomic_load_n(&ring->c_head, __ATOMIC_ACQUIRE);
-	if (!hint_in_range(c, f, ring))
+	uint32_t hint;
+	if (!hint_in_range(c, f, ring, &hint))
 		quarantine(c, i, "ring indices out of range at attach");
 	else if (!header_intact(c, ring))
 		quarantine(c, i, "ring header does not match the segment's layout");
@@ -229,7 +231,8 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 {
 	tb_slot_follow *f = &c->slots[i];
 	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
-	if (!hint_in_range(c, f, ring)) {
+	uint32_t hint;
+	if (!hint_in_range(c, f, ring, &hint)) {
 		quarantine(c, i, "producer index out of range (more events than the ring holds)");
 		return 0;
 	}
@@ -253,8 +256,26 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 		}
 		cons += k;
 		n += k;
-		if (k < run)
-			break;
+		if (k < run) {
+			/* Not written, by its lap bit: the end of what the producer
+			 * has written, unless its hint (loaded before, with acquire)
+			 * shows it past this index. Then the event was written with
+			 * its lap bit spoiled (by a metric word not from tb_metric(),
+			 * say), and waiting for it would stall the ring for good. It
+			 * is counted and skipped, and its lap bit set to what it
+			 * would be had it been written, so that one pass later it
+			 * reads as not written again: the slot is ours until c_head
+			 * passes it. */
+			if ((int32_t)(hint - cons) <= 0)
+				break;
+			tb_event *bad = (tb_event *)&events[cons & mask];
+			uint64_t w0 = __atomic_load_n(&bad->w0, __ATOMIC_RELAXED);
+			__atomic_store_n(&bad->w0, (w0 & ~TB_LAP_BIT) | tb_lap_bit(cons, log2),
+					 __ATOMIC_RELAXED);
+			f->bad_events++;
+			cons++;
+			n++;
+		}
 	}
 	if (n == 0)
 		return 0; /* nothing taken: leave the line the producer reads untouched */
@@ -301,12 +322,17 @@ static void release_slot(tb_collector *c, uint32_t i)
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	tb_slot_follow *f = &c->slots[i];
 	if (f->followed && !f->quarantined) {
-		while (drain_slot(c, i, TB_COLLECTOR_BATCH, mono_now()) > 0)
-			;
-	} else {
-		/* never followed or corrupt: start its ring afresh for the next owner */
-		tb_seg_ring_reset(&c->seg, i, 0);
+		/* what is left: at most a ring, since the owner is gone (bounded
+		 * anyway, against one that goes on writing) */
+		uint64_t taken = 0, most = 2 * (uint64_t)c->seg.layout.ring_capacity;
+		uint32_t n;
+		while (taken < most && (n = drain_slot(c, i, TB_COLLECTOR_BATCH, mono_now())) > 0)
+			taken += n;
 	}
+	/* the next owner starts from a ring in order: indices where reading
+	 * stopped (or 0 if it is corrupt), hint with them, and every slot
+	 * marked not written, whatever the last owner left in them */
+	tb_seg_ring_reset(&c->seg, i, f->followed && !f->quarantined ? f->cons : 0);
 	/* keep what it dropped for the sidecar of this interval */
 	if (f->followed)
 		f->pending_drops += tb_collector_slot_drops(c, i);

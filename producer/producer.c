@@ -161,6 +161,9 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 	 * stands, and learn the room on the first event */
 	p->head_seen = __atomic_load_n(&p->ring->c_head, __ATOMIC_ACQUIRE);
 	place(p, p->head_seen);
+	/* the hint starts here, not where the slot's last owner left it (it
+	 * must stay within a ring of what the collector has read) */
+	__atomic_store_n(&p->ring->p_tail, p->head_seen, __ATOMIC_RELEASE);
 	p->written = 0;
 	p->shared_dropped = &tb_seg_slot(seg, (uint32_t)slot)->dropped;
 	return p;
@@ -173,6 +176,8 @@ void tb_detach(tb_producer *p)
 	tb_seg *seg = p->seg;
 	if (seg) {
 		tb_slot *s = tb_seg_slot(seg, (uint32_t)p->slot);
+		/* the final position, so the collector drains exactly what was written */
+		__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
 		__atomic_store_n(&s->state, TB_SLOT_DETACHED, __ATOMIC_RELEASE);
 		tb_seg_close(seg);
 		free(seg);

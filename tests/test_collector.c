@@ -225,6 +225,85 @@ static void late_outside_a_close_stays_in_the_current_half(void **state)
 	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].late, 7);
 }
 
+static uint64_t events_of(const struct fixture *f, int metric)
+{
+	uint32_t id = tb_metric_id(f->m[metric]);
+	return f->c.counts[0][id].events + f->c.counts[1][id].events;
+}
+
+static void housekeep(struct fixture *f)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	tb_collector_housekeep(&f->c, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+}
+
+/* A thread that writes exactly a ring and leaves; the next one to take its
+ * slot is read as any other: its position hint starts where it starts, not
+ * a ring behind, and its ring holds nothing of the last owner's. */
+static void the_next_owner_of_a_slot_is_read_in_full(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t cap = f->c.seg.layout.ring_capacity;
+	int64_t len = f->c.cfg.interval_ns;
+	spans(f, 0, (int)cap, at(f, len / 2), 1000);
+	tb_detach(f->p);
+	f->p = NULL;
+	housekeep(f); /* DETACHED: drained, handed back FREE */
+	assert_int_equal(tb_seg_slot(&f->c.seg, 0)->state, TB_SLOT_FREE);
+	assert_int_equal(events_of(f, 0), cap);
+	f->p = tb_attach(BUS, "next-owner");
+	assert_int_equal(tb_producer_error(f->p, NULL), 0);
+	assert_int_equal(f->p->slot, 0);
+	f->m[0] = tb_metric(f->p, "m0");
+	spans(f, 0, 3, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	tb_collector_drain_all(&f->c);
+	assert_false(f->c.slots[0].quarantined);
+	assert_int_equal(events_of(f, 0), cap + 3);
+	assert_int_equal(f->c.slots[0].bad_events, 0);
+}
+
+/* An event whose lap bit a made-up metric word spoiled (a struct filled by
+ * hand, an uninitialised one) would read as not written for good, and the
+ * ring would stall behind it. Once the producer's hint is past it, it is
+ * counted as bad and skipped, and one pass later it does not read as new. */
+static void a_spoiled_event_does_not_stall_the_ring(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t cap = f->c.seg.layout.ring_capacity;
+	int64_t len = f->c.cfg.interval_ns;
+	uint64_t done = at(f, len / 2);
+	spans(f, 0, (int)cap, done, 1000); /* the first pass */
+	tb_collector_drain_all(&f->c);
+	/* the second pass wants the lap bit clear: this one has it set */
+	tb_metric_t forged = {f->m[0].bits | TB_LAP_BIT};
+	spans(f, 0, 10, done, 1000);
+	tb_span(f->p, forged, done - 1000, done);
+	spans(f, 0, (int)cap - 11, done, 1000);
+	tb_collector_drain_all(&f->c);
+	/* stopped at it: the producer has not said it is past it yet */
+	assert_int_equal(events_of(f, 0), cap + 10);
+	assert_int_equal(f->c.slots[0].bad_events, 0);
+	spans(f, 0, 1, done, 1000); /* past the ring's end: the hint, then the third pass */
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(f->c.slots[0].bad_events, 1);
+	assert_int_equal(events_of(f, 0), 2 * (uint64_t)cap);
+	/* the third pass, written up to the spoiled event's slot: that slot does
+	 * not read as a new event, and the producer goes on writing */
+	spans(f, 0, 9, done, 1000);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(f->c.slots[0].bad_events, 1);
+	assert_int_equal(events_of(f, 0), 2 * (uint64_t)cap + 9);
+	spans(f, 0, 5, done, 1000);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(events_of(f, 0), 2 * (uint64_t)cap + 14);
+	assert_false(f->c.slots[0].quarantined);
+	tb_producer_stats st;
+	tb_producer_stats_get(f->p, &st);
+	assert_int_equal(st.dropped, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +312,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(late_outside_a_close_stays_in_the_current_half, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(closes_at_shutdown_leave_the_rings_alone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(the_next_owner_of_a_slot_is_read_in_full, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_spoiled_event_does_not_stall_the_ring, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

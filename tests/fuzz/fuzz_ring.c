@@ -22,8 +22,10 @@
  * Then three drain passes and a housekeeping pass. What must hold:
  *   - a LIVE slot whose hint is within one ring of the start and whose
  *     header is intact is read exactly as far as the events carry the lap
- *     bit of their index, in order (at most a ring), and its consumer index
- *     published there;
+ *     bit of their index, in order, and on past one that does not while the
+ *     hint shows the producer past it (a spoiled event, counted as bad and
+ *     its lap bit mended so that it reads as not written one pass on); at
+ *     most a ring; its consumer index is published there;
  *   - one whose hint is further off, or whose header was scribbled, is
  *     quarantined at once and nothing is read from it; one whose hint is
  *     more than a ring from where the reading stopped is quarantined then;
@@ -51,6 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static tb_collector coll;
 static bool ready;
 static uint32_t metric_id[METRICS];
+static uint64_t w0_before[RING_EVENTS];
 
 static void init(void)
 {
@@ -106,11 +109,15 @@ static uint64_t counted(size_t field)
  * registered metric (each recorded once), which were bad (counted), and
  * which were START or END halves: two per match (recorded once), one per
  * half still parked, refused for want of room, or replaced by a duplicate. */
-static void check_accounts(const tb_event *events, uint32_t start, uint32_t n, uint64_t dup_before)
+static void check_accounts(uint32_t start, uint32_t n, uint64_t dup_before)
 {
 	uint64_t spans = 0, bad = 0, halves = 0;
 	for (uint32_t k = 0; k < n; k++) {
-		uint64_t w0 = events[(start + k) & (RING_EVENTS - 1)].w0;
+		uint64_t w0 = w0_before[k];
+		if ((w0 & TB_LAP_BIT) != tb_lap_bit(start + k, tb_seg_ring_log2(&coll.seg))) {
+			bad++; /* spoiled, skipped */
+			continue;
+		}
 		uint32_t metric = (uint32_t)(w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1), kind = w0 & TB_KIND_MASK;
 		bool known = false;
 		for (int m = 0; m < METRICS; m++)
@@ -187,12 +194,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	slot->attached_ns = 1;
 	__atomic_store_n(&slot->state, state, __ATOMIC_RELEASE);
 
-	/* what the protocol says the collector may read */
+	/* what the protocol says the collector may read: slots in order while
+	 * their lap bit is their index's, and past one whose lap bit is not
+	 * while the hint shows the producer past it (spoiled: counted bad);
+	 * at most a ring. The first words as they are now: the collector mends
+	 * the lap bit of a spoiled one. */
 	uint32_t expect = 0;
-	while (expect < given &&
-	       (events[(start + expect) & (RING_EVENTS - 1)].w0 & TB_LAP_BIT) ==
-		       tb_lap_bit(start + expect, tb_seg_ring_log2(seg)))
+	while (expect < RING_EVENTS) {
+		uint32_t index = start + expect;
+		w0_before[expect] = events[index & (RING_EVENTS - 1)].w0;
+		bool written = (w0_before[expect] & TB_LAP_BIT) == tb_lap_bit(index, tb_seg_ring_log2(seg));
+		if (!written && (int32_t)(hint - index) <= 0)
+			break;
 		expect++;
+	}
 	/* an honest producer's hint is within a ring of the collector's index,
 	 * checked at every pass: so at the start, and after what was read */
 	bool sane = hint_near(hint, start) && !(flags & 3);
@@ -211,7 +226,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (want > 0)
 			FUZZ_CHECK(ring->c_head == f->cons, "published %u, read to %u\n", ring->c_head,
 				   f->cons);
-		check_accounts(events, start, want, dup_before);
+		check_accounts(start, want, dup_before);
+		/* a spoiled event's lap bit is mended: one pass on, it reads as not written */
+		for (uint32_t k = 0; k < want; k++)
+			FUZZ_CHECK((events[(start + k) & (RING_EVENTS - 1)].w0 & TB_LAP_BIT) !=
+					   tb_lap_bit(start + k + RING_EVENTS, tb_seg_ring_log2(seg)),
+				   "slot of index %u reads as written one pass on\n", start + k);
 	}
 	int64_t now = tb_collector_now(&coll) - coll.clock_offset_ns;
 	tb_collector_housekeep(&coll, now);
