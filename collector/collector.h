@@ -28,9 +28,9 @@
 
 #define TB_COLLECTOR_BATCH 256                 /* events taken from one ring per visit */
 /* After a pass in which no ring had a whole batch waiting, the collector has
- * caught up: polling again at once would pull each producer's index line
- * (and the event line it is writing) to this core on every pass, slowing a
- * producer at full rate 10-30x on this VM (bench/README.md). It waits this
+ * caught up: polling again at once would pull the event line each producer
+ * is writing to this core on every pass, slowing a producer at full rate
+ * many times over on this VM (bench/README.md). It waits this
  * long on its own clock instead, a fraction of what a ring holds. */
 #define TB_COLLECTOR_DEFAULT_BACKOFF_NS 2000
 #define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */

@@ -3,8 +3,9 @@
  * A request's two halves reach the collector from different rings, in either
  * order. The first half to arrive is parked here under its key; the second
  * finds it, removes it and yields latency = end_at - start_at. The key is
- * (metric, seq mod 2^48), packed into one 64-bit word: metric in the top 16
- * bits, the sequence below (the event's field carries 47 bits: seg_abi.h).
+ * (metric, seq), packed into one 64-bit word: metric in the top 16 bits,
+ * the sequence below (the event's field carries it modulo 2^47: seg_abi.h;
+ * the table keeps 48 bits).
  *
  * Layout: one array of `capacity` entries (a power of two), allocated zeroed
  * in tb_join_init and never resized. Each entry holds the packed key, the

@@ -280,8 +280,8 @@ static int consumer_main(const void *arg, struct bench_procs *ctl, int me)
 			nanosleep(&idle, NULL); /* tailbusd --idle-us */
 		} else if (!full && o->backoff_ns > 0) {
 			/* caught up: let the producers run free a moment (on the clock,
-			 * touching no line of theirs) rather than pull their index and
-			 * event lines away every pass; see the header */
+			 * touching no line of theirs) rather than pull the event line
+			 * being written away every pass; see the header */
 			st.short_passes++;
 			while (bench_mono_ns() - mono < o->backoff_ns)
 				bench_cpu_relax();

@@ -26,9 +26,10 @@
  * its low bits up:
  *   w0 = kind:2 | lap:1 | metric:14 | field:47     w1 = timestamp
  *   SPAN : field = done - intended, a signed 47-bit count of nanoseconds;
- *          a negative one (a completion before its intended time), or one
- *          that does not fit (19.5 hours or more: an unset intended time),
- *          is sent as TB_FIELD_INVALID, the most negative field;
+ *          a negative one (a completion before its intended time) is sent
+ *          as it is, one that does not fit (19.5 hours or more either way:
+ *          an unset intended time) as TB_FIELD_INVALID, the most negative
+ *          field; the collector counts every negative one as negative;
  *          w1 = intended
  *   START: field = request sequence (modulo 2^47), w1 = intended
  *   END  : field = request sequence (modulo 2^47), w1 = completion
@@ -45,10 +46,15 @@
  * and publishes its consumer index (ck_ring_t.c_head) after the reads. So
  * the producer writes no shared index per event: it keeps its position in
  * its handle, and stores it into ck_ring_t.p_tail only on its cold path
- * (once per pass over the ring, and whenever it finds the ring full). That
- * p_tail is a hint, at most one ring behind: the collector uses it for the
- * high-water mark and to catch a corrupt ring, never to decide what to read.
- * The producer may write index i once i - c_head < capacity.
+ * (once per pass over the ring, whenever it finds the ring full, when it
+ * attaches and when it detaches). That p_tail is a hint, at most one ring
+ * behind: the collector uses it for the high-water mark, to catch a corrupt
+ * ring (a hint more than a ring from its own index), and to step over an
+ * event the hint shows written whose lap bit says otherwise (spoiled: by a
+ * metric word not from tb_metric(), say; counted as bad, its lap bit mended
+ * so that it reads as not written one pass on). The producer may write
+ * index i once i - c_head < capacity. A slot handed back FREE has its ring
+ * reset: indices where reading stopped, every slot marked not written.
  */
 #ifndef TAILBUS_SEG_ABI_H
 #define TAILBUS_SEG_ABI_H
@@ -78,9 +84,10 @@ enum tb_event_kind { TB_EV_SPAN = 0, TB_EV_START = 1, TB_EV_END = 2, TB_EV_MARK 
 #define TB_FIELD_SHIFT 17
 #define TB_FIELD_BITS 47
 #define TB_FIELD_MASK ((UINT64_C(1) << TB_FIELD_BITS) - 1) /* of the field, shifted down */
-/* A SPAN's field for a completion before its intended time (clock skew, a
- * caller's mistake) or 2^46 ns (19.5 hours) or more after it (an unset
- * intended time): the most negative field, w0's top bit alone. The collector
+/* A SPAN's field for a duration that does not fit, 2^46 ns (19.5 hours) or
+ * more either way (an unset intended time): the most negative field, w0's
+ * top bit alone. A completion before its intended time (clock skew, a
+ * caller's mistake) is sent as the negative duration it is. The collector
  * records every negative field as 0 and counts it as negative. Valid
  * durations above the histogram's range (1 hour) are clamped there. */
 #define TB_FIELD_INVALID (UINT64_C(1) << 63)

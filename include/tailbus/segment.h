@@ -115,7 +115,8 @@ static inline unsigned tb_seg_ring_log2(const tb_seg *s)
 /* Start ring i afresh at index `index`, with nothing in it: both indices
  * set to it, and every slot marked as not yet written for the pass that
  * begins there. Only while neither a producer nor a collector uses it (a
- * new segment, a slot the collector frees, tests). */
+ * slot the collector frees, tests); a new segment's zeroed rings are already
+ * so at index 0. */
 void tb_seg_ring_reset(tb_seg *s, uint32_t i, uint32_t index);
 
 static inline tb_live_metric *tb_seg_live(const tb_seg *s, uint32_t id)
