@@ -158,7 +158,11 @@ static inline void tb_collector_set_closing(tb_collector *c, bool closing)
 }
 uint64_t tb_collector_drain_pass(tb_collector *c);
 void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
-void tb_collector_drain_all(tb_collector *c);
+/* Drain until the rings are empty, or for as many passes as empty full
+ * rings twice over: a producer that writes as fast as the drain must not
+ * hold up the caller (an interval's close, the shutdown) for ever. Returns
+ * the events taken. */
+uint64_t tb_collector_drain_all(tb_collector *c);
 /* At stop: every parked START/END half is reported unmatched. */
 void tb_collector_expire_all(tb_collector *c);
 

@@ -311,10 +311,13 @@ uint64_t tb_collector_drain_pass(tb_collector *c)
 	return total;
 }
 
-void tb_collector_drain_all(tb_collector *c)
+uint64_t tb_collector_drain_all(tb_collector *c)
 {
-	while (tb_collector_drain_pass(c) > 0)
-		;
+	uint32_t passes = 2 * (c->seg.layout.ring_capacity / TB_COLLECTOR_BATCH + 1);
+	uint64_t total = 0, n;
+	while (passes-- > 0 && (n = tb_collector_drain_pass(c)) > 0)
+		total += n;
+	return total;
 }
 
 static void release_slot(tb_collector *c, uint32_t i)
@@ -369,6 +372,14 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 			release_slot(c, i);
 		break;
 	case TB_SLOT_QUARANTINED:
+		if (!f->followed && !f->pid) {
+			/* quarantined before this collector started: learn whose it
+			 * is (untrusted, used only to see whether it still runs) */
+			f->pid = s->pid;
+			f->pid_start_time = s->pid_start_time;
+			if (f->pid <= 0) /* no owner to wait for */
+				f->pid = -1;
+		}
 		if (f->pid && !owner_alive(f)) {
 			f->quarantined = true;
 			release_slot(c, i);

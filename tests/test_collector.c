@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -304,6 +305,29 @@ static void a_spoiled_event_does_not_stall_the_ring(void **state)
 	assert_int_equal(st.dropped, 0);
 }
 
+/* A ring quarantined before this collector started is handed back once its
+ * owner is gone, and kept while the owner runs. */
+static void a_ring_quarantined_before_start_is_freed_when_its_owner_is_gone(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	s->pid = getpid();
+	s->pid_start_time = tb_proc_start_time(getpid());
+	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
+	housekeep(f);
+	assert_int_equal(s->state, TB_SLOT_QUARANTINED); /* its owner runs */
+	f->c.slots[1].pid = 0; /* as a collector that never saw it */
+	s->pid = child;
+	s->pid_start_time = 12345;
+	housekeep(f);
+	assert_int_equal(s->state, TB_SLOT_FREE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +341,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_spoiled_event_does_not_stall_the_ring, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			a_ring_quarantined_before_start_is_freed_when_its_owner_is_gone, setup,
+			teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
