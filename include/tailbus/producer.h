@@ -50,7 +50,9 @@ extern "C" {
 /* A metric, as tb_metric() gives it: its 14-bit id already in its place in
  * an event's first word, so the hot path only ORs it in. A struct, so that a
  * plain integer (a raw id, a sequence number in the wrong argument) cannot
- * be passed for it by mistake. */
+ * be passed for it by mistake. Only tb_metric() makes one: the hot path does
+ * not mask it, and an event that a made-up one spoils is counted as bad by
+ * the collector and stepped over. */
 typedef struct tb_metric_t {
 	uint64_t bits; /* id << TB_METRIC_SHIFT; nothing else */
 } tb_metric_t;
