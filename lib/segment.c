@@ -244,15 +244,17 @@ static int map_existing(tb_seg *s, int fd, int wait_ms, const char **why)
 
 void tb_seg_ring_reset(tb_seg *s, uint32_t i, uint32_t index)
 {
-	ck_ring_init(tb_seg_ring(s, i), s->layout.ring_capacity);
-	tb_seg_ring(s, i)->c_head = tb_seg_ring(s, i)->p_tail = tb_seg_ring(s, i)->p_head = index;
+	ck_ring_t *ring = tb_seg_ring(s, i);
 	tb_event *events = tb_seg_events(s, i);
 	uint32_t cap = s->layout.ring_capacity;
+	unsigned log2 = tb_seg_ring_log2(s);
+	ck_ring_init(ring, cap);
+	ring->c_head = ring->p_tail = ring->p_head = index;
 	for (uint32_t k = 0; k < cap; k++) {
 		/* slot k next holds the first index at or after `index` that maps to it;
 		 * until then it carries the other lap's bit */
 		uint32_t next = index + ((k - index) & (cap - 1));
-		events[k].w0 = tb_lap_bit(next, tb_seg_ring_log2(s)) ^ TB_LAP_BIT;
+		events[k].w0 = tb_lap_bit(next, log2) ^ TB_LAP_BIT;
 		events[k].w1 = 0;
 	}
 }
