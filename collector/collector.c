@@ -103,11 +103,9 @@ static int alloc_state(tb_collector *c)
 	if (!c->slots || !c->counts[0] || !c->counts[1] || !c->metric_ready)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
-		c->slots[i].series_of = malloc(metrics * sizeof(int32_t));
+		c->slots[i].series_of = calloc(metrics, sizeof(tb_series *));
 		if (!c->slots[i].series_of)
 			return -ENOMEM;
-		for (uint32_t m = 0; m < metrics; m++)
-			c->slots[i].series_of[m] = TB_NO_SERIES;
 	}
 	int rc = tb_hist_init(&c->merged, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
 			      TB_HIST_DEFAULT_SIG_DIGITS);

@@ -36,7 +36,6 @@
 #define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */
 #define TB_COLLECTOR_HOUSEKEEP_NS 100000000LL  /* slot states, heartbeat: every 100 ms */
 #define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
-#define TB_NO_SERIES (-1)
 
 #if defined(__GNUC__)
 #define TB_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -79,7 +78,7 @@ typedef struct tb_slot_follow {
 	uint64_t bad_events;    /* unregistered metric or unknown kind */
 	uint32_t high_water;    /* most events waiting, this interval */
 	char reason[96];        /* why it was quarantined */
-	int32_t *series_of;     /* metric id -> series index, or TB_NO_SERIES */
+	tb_series **series_of;  /* metric id -> its series on this ring, or NULL */
 } tb_slot_follow;
 
 typedef struct tb_collector_config {
@@ -107,7 +106,7 @@ typedef struct tb_collector {
 	uint32_t nseries;
 	int64_t *series_counts; /* the pool's counts arrays */
 	size_t series_counts_bytes;
-	tb_hist merged;         /* scratch for one metric's interval */
+	tb_hist merged;         /* scratch for one metric's interval; the layout of every series */
 	uint8_t *scratch;       /* V2 encoding scratch */
 	size_t scratch_cap;
 	tb_growbuf log;         /* one interval's log lines */
@@ -130,6 +129,9 @@ typedef struct tb_collector {
 	int64_t interval_start_ns; /* wall clock start of the current interval */
 	int64_t next_housekeep_ns;
 	bool last_pass_full;    /* the last drain pass took a whole batch from some ring */
+	/* Tests only: every event through decode(), none through the drain's
+	 * fast path, to check the two record alike. */
+	bool decode_only;
 	uint64_t late_total, series_exhausted;
 	int lock_fd;
 	int last_io_error;

@@ -114,16 +114,14 @@ static void follow(tb_collector *c, uint32_t i)
 static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 {
 	tb_slot_follow *f = &c->slots[slot];
-	int32_t k;
 	if (c->nseries == c->cfg.max_series) {
 		c->series_exhausted++;
 		return NULL;
 	}
-	k = (int32_t)c->nseries++;
-	tb_series *s = &c->series[k];
+	tb_series *s = &c->series[c->nseries++];
 	s->slot = slot;
 	s->metric = metric;
-	f->series_of[metric] = k;
+	f->series_of[metric] = s;
 	return s;
 }
 
@@ -155,8 +153,9 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 		latency = 0;
 	}
 	mc->events++;
-	int32_t k = c->slots[slot].series_of[metric];
-	tb_series *s = k != TB_NO_SERIES ? &c->series[k] : new_series(c, slot, metric);
+	tb_series *s = c->slots[slot].series_of[metric];
+	if (!s)
+		s = new_series(c, slot, metric);
 	if (TB_UNLIKELY(!s))
 		return;
 	tb_hist *h = &s->hist[half];
@@ -226,6 +225,39 @@ static void decode(tb_collector *c, uint32_t slot, uint64_t w0, uint64_t w1, int
 	}
 }
 
+/* The drain's fast path takes the common event without decode(): a SPAN of
+ * a metric that already has a series on this ring, its duration in [0, H],
+ * completing in the current interval at or after late_before_ns (so neither
+ * late nor the next interval's). It records exactly what decode() would
+ * (test_collector checks that it does); every other event goes to decode().
+ * What it needs is set once per visit of a ring. */
+typedef struct fast_path {
+	uint64_t from, span;      /* completion, monotonic ns: from + [0, span) */
+	int half;                 /* the current one */
+	uint32_t metrics;         /* the segment's metric capacity */
+	tb_metric_counts *counts; /* c->counts[half] */
+	tb_hist shape;            /* the layout every series histogram has */
+} fast_path;
+
+static void fast_path_set(const tb_collector *c, fast_path *fp)
+{
+	int64_t end = c->interval_start_ns + c->cfg.interval_ns, from, to;
+	fp->half = c->cur;
+	fp->metrics = c->seg.layout.metric_capacity;
+	fp->counts = c->counts[c->cur];
+	fp->from = 0;
+	fp->span = 0; /* none */
+	/* wall-clock bounds less the offset record() adds; none while a close
+	 * moves the open half, or in a test that wants decode() for all */
+	if (!c->decode_only && c->open_half == c->cur &&
+	    !__builtin_sub_overflow(c->late_before_ns, c->clock_offset_ns, &from) &&
+	    !__builtin_sub_overflow(end, c->clock_offset_ns, &to) && from >= 0 && from < to) {
+		fp->from = (uint64_t)from;
+		fp->span = (uint64_t)to - (uint64_t)from;
+	}
+	fp->shape = c->merged; /* made with the series' layout (alloc_state) */
+}
+
 /* Take up to `limit` events from ring i. Returns how many. */
 static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t now_mono)
 {
@@ -240,6 +272,9 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 	uint32_t mask = c->seg.layout.ring_capacity - 1;
 	unsigned log2 = tb_seg_ring_log2(&c->seg);
 	uint32_t cons = f->cons, n = 0;
+	tb_series **series_of = f->series_of;
+	fast_path fp;
+	fast_path_set(c, &fp);
 	while (n < limit) {
 		/* up to the end of the slot array, the lap bit to expect is one */
 		uint32_t at = cons & mask, run = mask + 1 - at, k;
@@ -252,7 +287,24 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			uint64_t w0 = __atomic_load_n(&ev[k].w0, __ATOMIC_ACQUIRE);
 			if ((w0 & TB_LAP_BIT) != want)
 				break; /* not written yet in this pass */
-			decode(c, i, w0, __atomic_load_n(&ev[k].w1, __ATOMIC_RELAXED), now_mono);
+			uint64_t w1 = __atomic_load_n(&ev[k].w1, __ATOMIC_RELAXED);
+			uint32_t metric = (uint32_t)(w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1);
+			int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
+			uint64_t done = w1 + (uint64_t)latency;
+			tb_series *s;
+			/* latency in [0, H] and done in [from, to), each as one
+			 * unsigned compare. A sum past INT64_MAX (which decode()
+			 * saturates) wraps to at least 2^63 here: never in range,
+			 * since 0 <= from < to <= INT64_MAX. */
+			if (TB_LIKELY((w0 & TB_KIND_MASK) == TB_EV_SPAN && metric < fp.metrics &&
+				      (s = series_of[metric]) != NULL &&
+				      (uint64_t)latency <= (uint64_t)fp.shape.highest &&
+				      done - fp.from < fp.span)) {
+				fp.counts[metric].events++;
+				tb_hist_record_in_range_as(&s->hist[fp.half], &fp.shape, latency);
+			} else {
+				decode(c, i, w0, w1, now_mono);
+			}
 		}
 		cons += k;
 		n += k;

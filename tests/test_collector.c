@@ -328,6 +328,128 @@ static void a_ring_quarantined_before_start_is_freed_when_its_owner_is_gone(void
 	assert_int_equal(s->state, TB_SLOT_FREE);
 }
 
+/* The drain records the common event (a SPAN of a metric with a series on
+ * its ring, in range, completing in the current interval) without decode();
+ * everything else goes to decode(). The two must record alike: the same
+ * stream of events, every case at and around each limit, written once to
+ * each of two rings, one drained with decode() alone and the other as the
+ * drain does by default, leaves the two rings' series equal and every
+ * per-metric counter doubled. (START/END halves are left out: they join
+ * across rings, and only decode() takes them.) */
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+#define STREAM 3000
+
+static void write_stream(tb_producer *p, const tb_metric_t *m, const uint64_t *intended,
+			 const uint64_t *done)
+{
+	for (int k = 0; k < STREAM; k++)
+		tb_span(p, m[k], intended[k], done[k]);
+}
+
+static void the_drain_records_as_decode_does(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	const int64_t H = TB_HIST_DEFAULT_HIGHEST;
+	tb_producer *q = tb_attach(BUS, "second-thread");
+	assert_int_equal(tb_producer_error(q, NULL), 0);
+	tb_metric_t qm[METRICS];
+	for (int k = 0; k < METRICS; k++) {
+		char name[16];
+		snprintf(name, sizeof(name), "m%d", k);
+		qm[k] = tb_metric(q, name);
+		assert_int_equal(tb_metric_id(qm[k]), tb_metric_id(f->m[k]));
+	}
+	uint32_t cap = f->c.seg.layout.metric_capacity;
+	/* ids never registered: one inside the segment's capacity, one past it */
+	tb_metric_t unknown[2] = {{(uint64_t)(cap - 1) << TB_METRIC_SHIFT},
+				  {(uint64_t)(TB_MAX_METRICS - 1) << TB_METRIC_SHIFT}};
+	assert_true(cap - 1 > tb_metric_id(f->m[METRICS - 1]));
+	static const int64_t latencies[] = {0, 1, 2, 1000, 2047, 2048, 123456789, H - 1, H, H + 1,
+					    (int64_t)1 << 45, -1, -1000, (int64_t)1 << 47};
+	const int64_t dones[] = {0, 1, len / 2, len - 1, len, len + 1, len + len / 2, -1, -len / 2};
+	static uint64_t intended[STREAM], done[STREAM];
+	static tb_metric_t pm[STREAM], qms[STREAM];
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	for (int k = 0; k < STREAM; k++) {
+		uint64_t r = xorshift(&x);
+		int64_t lat = latencies[r % (sizeof(latencies) / sizeof(latencies[0]))];
+		if (r >> 60 == 0)
+			lat = (int64_t)(xorshift(&x) % 1000000); /* any small one */
+		uint64_t d = at(f, dones[(r >> 8) % (sizeof(dones) / sizeof(dones[0]))]);
+		if ((r >> 16) % 97 == 0)
+			d = (uint64_t)INT64_MAX - (r >> 40); /* completion sums that overflow */
+		else if ((r >> 16) % 97 == 1)
+			d = r >> 50; /* near the clock's start */
+		intended[k] = d - (uint64_t)lat;
+		done[k] = d;
+		int which = (int)((r >> 24) % 16);
+		if (which < METRICS) {
+			pm[k] = f->m[which];
+			qms[k] = qm[which];
+		} else if (which == METRICS) {
+			pm[k] = qms[k] = unknown[(r >> 32) & 1];
+		} else { /* mostly m0 */
+			pm[k] = f->m[0];
+			qms[k] = qm[0];
+		}
+	}
+	tb_metric_counts before[2][METRICS];
+	f->c.decode_only = true;
+	write_stream(f->p, pm, intended, done);
+	tb_collector_drain_all(&f->c);
+	for (int h = 0; h < 2; h++) {
+		for (int m = 0; m < METRICS; m++)
+			before[h][m] = f->c.counts[h][tb_metric_id(f->m[m])];
+	}
+	f->c.decode_only = false;
+	write_stream(q, qms, intended, done);
+	tb_collector_drain_all(&f->c);
+	uint32_t s0 = f->p->slot, s1 = q->slot;
+	assert_int_not_equal(s0, s1);
+	assert_int_equal(f->c.slots[s0].interval_events, STREAM);
+	assert_int_equal(f->c.slots[s1].interval_events, STREAM);
+	assert_true(f->c.slots[s0].bad_events > 0);
+	assert_int_equal(f->c.slots[s1].bad_events, f->c.slots[s0].bad_events);
+	for (int h = 0; h < 2; h++) {
+		for (int m = 0; m < METRICS; m++) {
+			const tb_metric_counts *a = &before[h][m], *b = &f->c.counts[h][tb_metric_id(f->m[m])];
+			assert_int_equal(b->events, 2 * a->events);
+			assert_int_equal(b->negative, 2 * a->negative);
+			assert_int_equal(b->late, 2 * a->late);
+			assert_int_equal(b->clamped, 2 * a->clamped);
+		}
+		/* every case was there to compare */
+		const tb_metric_counts *m0 = &before[h][0];
+		assert_true(m0->events > 0);
+		assert_true(m0->negative > 0 && m0->clamped > 0);
+	}
+	assert_true(before[f->c.cur][0].late > 0);
+	for (int m = 0; m < METRICS; m++) {
+		tb_series *a = f->c.slots[s0].series_of[tb_metric_id(f->m[m])];
+		tb_series *b = f->c.slots[s1].series_of[tb_metric_id(f->m[m])];
+		assert_non_null(a);
+		assert_non_null(b);
+		for (int h = 0; h < 2; h++) {
+			const tb_hist *ha = &a->hist[h], *hb = &b->hist[h];
+			assert_int_equal(hb->total, ha->total);
+			assert_int_equal(hb->min_raw, ha->min_raw);
+			assert_int_equal(hb->max_raw, ha->max_raw);
+			assert_int_equal(hb->clamped, ha->clamped);
+			assert_memory_equal(hb->counts, ha->counts, (size_t)ha->counts_len * sizeof(int64_t));
+		}
+		assert_true(a->hist[f->c.cur].total > 0 && a->hist[f->c.cur ^ 1].total > 0);
+	}
+	tb_detach(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +461,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(the_next_owner_of_a_slot_is_read_in_full, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_spoiled_event_does_not_stall_the_ring, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(

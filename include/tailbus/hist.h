@@ -87,29 +87,40 @@ bool tb_hist_same_layout(const tb_hist *a, const tb_hist *b);
  * total would pass INT64_MAX (nothing recorded in either case). */
 int tb_hist_record_n(tb_hist *h, int64_t value, int64_t n);
 
-/* The counts index of a value in [0, H] (tb_hist_index_of, inline). The
- * sub-bucket mask is never 0, so neither is the argument of the clz. */
+/* The counts index of a value in [0, H] (tb_hist_index_of, inline): bucket
+ * b, sub-bucket sb, at ((b + 1) << half_mag) + sb - half_count, which is
+ * (b << half_mag) + sb since half_count is 2^half_mag. The sub-bucket mask
+ * is never 0, so neither is the argument of the clz. */
 static inline int32_t tb__hist_index(const tb_hist *h, int64_t v)
 {
 	int32_t b = 63 - __builtin_clzll((uint64_t)v | (uint64_t)h->sub_bucket_mask) -
 		    h->unit_magnitude - h->sub_bucket_half_count_mag;
 	int32_t sb = (int32_t)(v >> (b + h->unit_magnitude));
-	return ((b + 1) << h->sub_bucket_half_count_mag) + (sb - h->sub_bucket_half_count);
+	return (b << h->sub_bucket_half_count_mag) + sb;
 }
 
 /* Record one value the caller knows lies in [0, H], into a histogram whose
  * total it knows cannot pass INT64_MAX (the collector: at most a second of
  * one ring's events). The inline hot path of tb_hist_record_n, for loops
- * that record hundreds of millions of values a second. */
-static inline void tb_hist_record_in_range(tb_hist *h, int64_t v)
+ * that record hundreds of millions of values a second.
+ *
+ * The _as form reads the bucket layout from `shape`, a histogram of the
+ * same layout (tb_hist_same_layout) that the caller keeps at hand: a loop
+ * recording into many histograms of one layout copies it to a local once,
+ * and the index costs no load per value. */
+static inline void tb_hist_record_in_range_as(tb_hist *h, const tb_hist *shape, int64_t v)
 {
-	h->counts[tb__hist_index(h, v)]++;
+	h->counts[tb__hist_index(shape, v)]++;
 	h->total++;
 	if (v > h->max_raw)
 		h->max_raw = v;
 	/* v != 0 and (no minimum yet or v below it), as one unsigned compare */
 	if ((uint64_t)v - 1 < (uint64_t)h->min_raw - 1)
 		h->min_raw = v;
+}
+static inline void tb_hist_record_in_range(tb_hist *h, int64_t v)
+{
+	tb_hist_record_in_range_as(h, h, v);
 }
 static inline int tb_hist_record(tb_hist *h, int64_t value)
 {

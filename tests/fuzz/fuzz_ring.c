@@ -12,7 +12,11 @@
  *   bytes 0-3   ring index the ring starts at (little-endian)
  *   bytes 4-7   the producer's position hint, relative to it (signed)
  *   byte  8     bit 0: scribble the header's size, bit 1: its mask,
- *               bits 2-3: the slot's state (LIVE, DETACHED, CLAIMED, junk)
+ *               bits 2-3: the slot's state (LIVE, DETACHED, CLAIMED, junk),
+ *               bit 4: each event's second word is taken as a signed 32-bit
+ *               offset from the collector's current interval start (its
+ *               low half), so that completions fall within two seconds of
+ *               it: late, current and next, the drain's fast path and not
  *   then        up to 64 events of 16 bytes (little-endian words), written
  *               at the ring indices from the start on, lap bit and all as
  *               the input has them, except that a metric field of 0-3 is
@@ -164,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* a fresh slot 0, unknown to the collector, and its ring */
 	__atomic_store_n(&slot->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
-	int32_t *series_of = f->series_of;
+	tb_series **series_of = f->series_of;
 	memset(f, 0, sizeof(*f));
 	f->series_of = series_of;
 	memset(coll.counts[0], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
@@ -176,6 +180,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t j = 0; j < given; j++) {
 		tb_event *e = &events[(start + j) & (RING_EVENTS - 1)];
 		memcpy(e, data + HEADER_BYTES + j * sizeof(tb_event), sizeof(tb_event));
+		if (flags & 0x10)
+			e->w1 = (uint64_t)(coll.interval_start_ns - coll.clock_offset_ns +
+					   (int32_t)(uint32_t)e->w1);
 		uint32_t m = (uint32_t)(e->w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1);
 		if (m < METRICS) /* name a registered metric by its real id */
 			e->w0 = (e->w0 & ~((uint64_t)(TB_MAX_METRICS - 1) << TB_METRIC_SHIFT)) |

@@ -181,6 +181,11 @@ def ring_corpus():
         "scribbled-mask": ring_input(0, 10, 2, spans),
         "detached": ring_input(0, 10, 1 << 2, spans),
         "claimed": ring_input(0, 10, 2 << 2, spans),
+        # second words as offsets from the interval's start: late, in it, next
+        "interval-times": ring_input(0, 20, 1 << 4, [
+            (0, k % 4, lat, off % 2**32) for k, (lat, off) in enumerate(
+                [(1000, 5 * 10**8), (0, 0), (2**46 - 1, 10), (5, -1), (7, 10**9 - 8), (3, 10**9 - 2),
+                 (1, -5 * 10**8), (-4, 100), (250, 2 * 10**9), (3600 * 10**9 + 1, 1)] * 2)]),
     }
     for name, data in seeds.items():
         write("ring", name, data)
