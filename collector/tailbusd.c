@@ -2,7 +2,7 @@
  *
  *   tailbusd --bus NAME --log-dir D [--dir SEGDIR] [--cpu N] [--interval 1s]
  *            [--rotate-seconds S] [--rotate-bytes B] [--keep N] [--idle-us U]
- *            [--backoff-ns N] [--io-fallback] [--fresh] [--slots N] [--ring-events N]
+ *            [--backoff-ns N] [--evict-lines] [--io-fallback] [--fresh] [--slots N] [--ring-events N]
  *            [--metrics N] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
  *
  * It says at start-up where the segment is and on which pages, which write
@@ -45,6 +45,9 @@ static void usage(FILE *out)
 		"  --idle-us U          sleep U us when the bus is quiet (default: busy-poll)\n"
 		"  --backoff-ns N       after a pass that found no ring with a whole batch waiting,\n"
 		"                       spin N ns (at most 1 ms) before the next (default 2000; 0: none)\n"
+		"  --evict-lines        flush each event line it has read from every cache, so that the\n"
+		"                       producer's next write there need not ask this core (costs the\n"
+		"                       collector; helps where the two cores share no cache: bench it)\n"
 		"  --rotate-seconds S   start a new log file every S seconds\n"
 		"  --rotate-bytes B     ... or when a log file reaches B bytes\n"
 		"  --keep N             keep only the newest N log files\n"
@@ -96,7 +99,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		{"bus", 1, 0, 'b'},        {"dir", 1, 0, 'd'},         {"log-dir", 1, 0, 'l'},
 		{"cpu", 1, 0, 'c'},        {"interval", 1, 0, 'i'},    {"rotate-seconds", 1, 0, 'R'},
 		{"rotate-bytes", 1, 0, 'B'}, {"keep", 1, 0, 'k'},      {"idle-us", 1, 0, 'u'},
-		{"backoff-ns", 1, 0, 'n'},
+		{"backoff-ns", 1, 0, 'n'}, {"evict-lines", 0, 0, 'E'},
 		{"io-fallback", 0, 0, 'F'}, {"fresh", 0, 0, 'f'},      {"slots", 1, 0, 's'},
 		{"ring-events", 1, 0, 'r'}, {"metrics", 1, 0, 'm'},    {"group", 1, 0, 'g'},
 		{"mlock", 0, 0, 'L'},      {"fifo", 1, 0, 'P'},        {"foreground", 0, 0, 'G'},
@@ -118,6 +121,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'k': ok = parse_u64(optarg, &v); o->cfg.writer.keep_files = (int)v; break;
 		case 'u': ok = parse_u64(optarg, &v); o->cfg.idle_ns = (int64_t)v * NS_PER_US; break;
 		case 'n': ok = parse_u64(optarg, &v) && v <= 1000000u; o->cfg.backoff_ns = (int64_t)v; break;
+		case 'E': o->cfg.evict_lines = true; break;
 		case 'F': o->cfg.writer.force_fallback = true; break;
 		case 'f': o->cfg.fresh = true; break;
 		case 's': ok = parse_u64(optarg, &v) && v > 0; o->cfg.seg.slot_count = (uint32_t)v; break;

@@ -37,7 +37,9 @@
  *           unlike its ms they do not depend on what else runs.
  *
  * The benchmark's own thread is pinned to COLLECTOR_CPU (when the machine has
- * it), as tailbusd is with --cpu in the cross-process test.
+ * it), as tailbusd is with --cpu in the cross-process test. With TB_EVICT
+ * set in the environment the collector flushes each event line it has read
+ * (tailbusd --evict-lines), to see what that costs the drain.
  *
  *   bench_collector [--runs R] [--min-ms MS] [--tsv]
  * Single-operation mode, for callgrind with --toggle-collect on
@@ -107,6 +109,7 @@ static int setup(struct coll_bench *b, int nrings, int nmetrics, const char **wh
 	cfg.writer.dir = b->log_dir;
 	cfg.writer.comment = "Logged by bench_collector";
 	cfg.fresh = true;
+	cfg.evict_lines = getenv("TB_EVICT") != NULL;
 	if (tb_collector_open(&b->c, &cfg, why) < 0)
 		return -1;
 	b->opened = true;
