@@ -140,9 +140,10 @@ typedef struct tb_collector {
 	 * invalidation for every 4 events. Flushed, the line is written from
 	 * memory without asking this core. Which costs the producer less
 	 * depends on where the two cores are: on this VM's two vCPUs a
-	 * producer at full speed went from ~210 to ~330 M events/s with it,
-	 * while the flush halved what the drain does in its own cache
-	 * (bench/README.md); on cores that share a cache it can only cost. */
+	 * producer at full speed attempted 1.5-4.4 times as many events with
+	 * it, and the flushes took about a tenth of the drain's rate in its
+	 * own cache (bench/README.md); on cores that share a cache it can
+	 * only cost. */
 	int evict;
 	/* Tests only: every event through decode(), none through the drain's
 	 * fast path, to check the two record alike. */
