@@ -103,7 +103,7 @@ static int alloc_state(tb_collector *c)
 	if (!c->slots || !c->counts[0] || !c->counts[1] || !c->metric_ready)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
-		c->slots[i].series_of = calloc(metrics, sizeof(tb_series *));
+		c->slots[i].series_of = calloc(TB_MAX_METRICS, sizeof(tb_series *));
 		if (!c->slots[i].series_of)
 			return -ENOMEM;
 	}
@@ -134,6 +134,11 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 		return rc;
 	if ((rc = alloc_state(c)) < 0)
 		return fail(why, "out of memory", rc);
+	/* the drain's fast path has the series layout built in */
+	if (c->merged.unit_magnitude != TB_SERIES_UNIT_MAG ||
+	    c->merged.sub_bucket_half_count_mag != TB_SERIES_HALF_MAG ||
+	    c->merged.sub_bucket_mask != TB_SERIES_SUB_MASK || c->merged.highest != TB_HIST_DEFAULT_HIGHEST)
+		return fail(why, "the series histogram layout is not the one the drain has built in", -EINVAL);
 	c->clock_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	int64_t now = clock_ns(CLOCK_MONOTONIC) + c->clock_offset_ns;
 	c->interval_start_ns = now / cfg->interval_ns * cfg->interval_ns;

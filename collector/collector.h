@@ -37,6 +37,12 @@
 #define TB_EVICT_CLFLUSH 1    /* x86-64: every x86-64 has it */
 #define TB_EVICT_CLFLUSHOPT 2 /* x86: the unordered one, where CPUID says so */
 #define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */
+/* The bucket layout of every series histogram, TB_HIST_DEFAULT_* (1 ns to
+ * an hour at 3 digits), as constants for the drain's fast path to fold into
+ * its code; the collector refuses to open if tb_hist_init gives another. */
+#define TB_SERIES_UNIT_MAG 0    /* floor(log2 1) */
+#define TB_SERIES_HALF_MAG 10   /* 2048 sub-buckets for 3 digits, half of them */
+#define TB_SERIES_SUB_MASK 2047 /* (2048 - 1) << unit magnitude */
 #define TB_COLLECTOR_HOUSEKEEP_NS 100000000LL  /* slot states, heartbeat: every 100 ms */
 #define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
 
@@ -81,7 +87,10 @@ typedef struct tb_slot_follow {
 	uint64_t bad_events;    /* unregistered metric or unknown kind */
 	uint32_t high_water;    /* most events waiting, this interval */
 	char reason[96];        /* why it was quarantined */
-	tb_series **series_of;  /* metric id -> its series on this ring, or NULL */
+	/* metric id -> its series on this ring, or NULL; every 14-bit id has
+	 * an entry (128 KiB a slot, only the pages of ids seen touched), so
+	 * the drain looks up any event's id without a range check */
+	tb_series **series_of;
 } tb_slot_follow;
 
 typedef struct tb_collector_config {

@@ -234,19 +234,24 @@ static void decode(tb_collector *c, uint32_t slot, uint64_t w0, uint64_t w1, int
  * late nor the next interval's). It records exactly what decode() would
  * (test_collector checks that it does); every other event goes to decode().
  * What it needs is set once per visit of a ring. */
+/* What the fast path reads of a series histogram's layout: constants. */
+static const tb_hist series_shape = {
+	.highest = TB_HIST_DEFAULT_HIGHEST,
+	.unit_magnitude = TB_SERIES_UNIT_MAG,
+	.sub_bucket_half_count_mag = TB_SERIES_HALF_MAG,
+	.sub_bucket_mask = TB_SERIES_SUB_MASK,
+};
+
 typedef struct fast_path {
 	uint64_t from, span;      /* completion, monotonic ns: from + [0, span) */
 	int half;                 /* the current one */
-	uint32_t metrics;         /* the segment's metric capacity */
 	tb_metric_counts *counts; /* c->counts[half] */
-	tb_hist shape;            /* the layout every series histogram has */
 } fast_path;
 
 static void fast_path_set(const tb_collector *c, fast_path *fp)
 {
 	int64_t end = c->interval_start_ns + c->cfg.interval_ns, from, to;
 	fp->half = c->cur;
-	fp->metrics = c->seg.layout.metric_capacity;
 	fp->counts = c->counts[c->cur];
 	fp->from = 0;
 	fp->span = 0; /* none */
@@ -258,7 +263,6 @@ static void fast_path_set(const tb_collector *c, fast_path *fp)
 		fp->from = (uint64_t)from;
 		fp->span = (uint64_t)to - (uint64_t)from;
 	}
-	fp->shape = c->merged; /* made with the series' layout (alloc_state) */
 }
 
 int tb_collector_evict_method(void)
@@ -316,14 +320,14 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 		uint32_t at = cons & mask, run = mask + 1 - at, k;
 		if (run > limit - n)
 			run = limit - n;
-		const tb_event *ev = &events[at];
+		const tb_event *ev = &events[at], *end = ev + run;
 		uint64_t want = tb_lap_bit(cons, log2);
-		for (k = 0; k < run; k++) {
+		for (; ev < end; ev++) {
 			/* acquire: the second word is read after the first that published it */
-			uint64_t w0 = __atomic_load_n(&ev[k].w0, __ATOMIC_ACQUIRE);
+			uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
 			if ((w0 & TB_LAP_BIT) != want)
 				break; /* not written yet in this pass */
-			uint64_t w1 = __atomic_load_n(&ev[k].w1, __ATOMIC_RELAXED);
+			uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
 			uint32_t metric = (uint32_t)(w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1);
 			int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
 			uint64_t done = w1 + (uint64_t)latency;
@@ -332,16 +336,17 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			 * unsigned compare. A sum past INT64_MAX (which decode()
 			 * saturates) wraps to at least 2^63 here: never in range,
 			 * since 0 <= from < to <= INT64_MAX. */
-			if (TB_LIKELY((w0 & TB_KIND_MASK) == TB_EV_SPAN && metric < fp.metrics &&
+			if (TB_LIKELY((w0 & TB_KIND_MASK) == TB_EV_SPAN &&
 				      (s = series_of[metric]) != NULL &&
-				      (uint64_t)latency <= (uint64_t)fp.shape.highest &&
+				      (uint64_t)latency <= (uint64_t)series_shape.highest &&
 				      done - fp.from < fp.span)) {
 				fp.counts[metric].events++;
-				tb_hist_record_in_range_as(&s->hist[fp.half], &fp.shape, latency);
+				tb_hist_record_in_range_as(&s->hist[fp.half], &series_shape, latency);
 			} else {
 				decode(c, i, w0, w1, now_mono);
 			}
 		}
+		k = (uint32_t)(ev - &events[at]);
 		cons += k;
 		n += k;
 		if (k < run) {
