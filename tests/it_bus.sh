@@ -189,6 +189,24 @@ fallback() {
 }
 check "forced pwrite fallback: announced, and the log is exact" fallback
 
+evict_lines() {
+	local bus=evict
+	start_collector $bus --evict-lines --ring-events 4096 || return 1
+	local how=clflush # clflushopt or clflush on x86-64; nothing elsewhere, and said so
+	[[ $(uname -m) == x86_64 ]] || how=nothing
+	grep -q "evicting each event line read, with $how" "$tmp/$bus/tailbusd.out" ||
+		{ cat "$tmp/$bus/tailbusd.out"; return 1; }
+	# small rings, so the drain goes round each many times, flushing as it goes
+	emit $bus --threads 2 --count 20000 --metrics 3 --rate 100000 --seed 29 \
+		--expect "$tmp/$bus.expect" >"$tmp/$bus.e"
+	sleep 0.3
+	stop_collector "$cpid"
+	read -r att wr dr <"$tmp/$bus.e"
+	[[ $dr -eq 0 && $wr -eq $att ]] || { echo "  $dr dropped"; return 1; }
+	compare_expect $bus "$tmp/$bus.expect"
+}
+check "--evict-lines: announced with its instruction, and the log is exact" evict_lines
+
 backoff() {
 	# a back-off past a millisecond is refused, naming the option
 	if "$TAILBUSD" --bus bo --log-dir "$tmp" --backoff-ns 2000000 --foreground \
