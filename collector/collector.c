@@ -168,8 +168,9 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	return 0;
 }
 
-static bool half_has_data(const tb_collector *c, int half)
+static bool half_has_data(tb_collector *c, int half)
 {
+	tb_collector_fold_events(c);
 	for (uint32_t m = 0; m < c->seg.layout.metric_capacity; m++) {
 		const tb_metric_counts *mc = &c->counts[half][m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late)

@@ -72,6 +72,11 @@ typedef struct tb_series {
 	uint32_t slot;
 	uint16_t metric;
 	tb_hist hist[2]; /* [cur], [cur ^ 1] */
+	/* events the drain's fast path recorded into hist[h], not yet added to
+	 * counts[h][metric].events: one add to a line the record touches
+	 * anyway, instead of a second per-metric line; tb_collector_fold_events
+	 * adds them before anything reads the counts */
+	uint64_t fast_events[2];
 } tb_series;
 
 typedef struct tb_slot_follow {
@@ -192,6 +197,10 @@ void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
  * hold up the caller (an interval's close, the shutdown) for ever. Returns
  * the events taken. */
 uint64_t tb_collector_drain_all(tb_collector *c);
+/* Add the events the fast path counted per series to the per-metric counts
+ * (both halves); drain_all, the interval close and whatever reads the
+ * counts call it first. */
+void tb_collector_fold_events(tb_collector *c);
 /* At stop: every parked START/END half is reported unmatched. */
 void tb_collector_expire_all(tb_collector *c);
 

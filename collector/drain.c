@@ -244,15 +244,15 @@ static const tb_hist series_shape = {
 
 typedef struct fast_path {
 	uint64_t from, span;      /* completion, monotonic ns: from + [0, span) */
-	int half;                 /* the current one */
-	tb_metric_counts *counts; /* c->counts[half] */
+	/* of a series' hist[cur] and fast_events[cur] */
+	size_t hist_off, count_off;
 } fast_path;
 
 static void fast_path_set(const tb_collector *c, fast_path *fp)
 {
 	int64_t end = c->interval_start_ns + c->cfg.interval_ns, from, to;
-	fp->half = c->cur;
-	fp->counts = c->counts[c->cur];
+	fp->hist_off = offsetof(tb_series, hist) + (size_t)c->cur * sizeof(tb_hist);
+	fp->count_off = offsetof(tb_series, fast_events) + (size_t)c->cur * sizeof(uint64_t);
 	fp->from = 0;
 	fp->span = 0; /* none */
 	/* wall-clock bounds less the offset record() adds; none while a close
@@ -340,8 +340,10 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 				      (s = series_of[metric]) != NULL &&
 				      (uint64_t)latency <= (uint64_t)series_shape.highest &&
 				      done - fp.from < fp.span)) {
-				fp.counts[metric].events++;
-				tb_hist_record_in_range_as(&s->hist[fp.half], &series_shape, latency);
+				/* hist[half] and fast_events[half], by offsets set once */
+				++*(uint64_t *)((char *)s + fp.count_off);
+				tb_hist_record_in_range_as((tb_hist *)((char *)s + fp.hist_off), &series_shape,
+							   latency);
 			} else {
 				decode(c, i, w0, w1, now_mono);
 			}
@@ -412,7 +414,19 @@ uint64_t tb_collector_drain_all(tb_collector *c)
 	uint64_t total = 0, n;
 	while (passes-- > 0 && (n = tb_collector_drain_pass(c)) > 0)
 		total += n;
+	tb_collector_fold_events(c);
 	return total;
+}
+
+void tb_collector_fold_events(tb_collector *c)
+{
+	for (uint32_t k = 0; k < c->nseries; k++) {
+		tb_series *s = &c->series[k];
+		for (int h = 0; h < 2; h++) {
+			c->counts[h][s->metric].events += s->fast_events[h];
+			s->fast_events[h] = 0;
+		}
+	}
 }
 
 static void release_slot(tb_collector *c, uint32_t i)

@@ -217,7 +217,8 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	 * the first time a series half is used), long enough to fill a ring at
 	 * full rate. What it takes goes to the next half, as late if it
 	 * completed in this interval (see open_half). */
-	tb_collector_set_closing(c, true);
+	tb_collector_set_closing(c, true); /* from here the fast path records nothing */
+	tb_collector_fold_events(c);
 	for (uint32_t m = 0; rc == 0 && m < c->seg.layout.metric_capacity; m++) {
 		tb_metric_counts *mc = &c->counts[c->cur][m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {

@@ -200,6 +200,43 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[2])].late, 30);
 }
 
+/* The drain's fast path counts events per series; a close reached straight
+ * from drain passes (no tb_collector_drain_all, which folds them in) still
+ * writes every metric with what it recorded. */
+static void a_close_after_bare_passes_counts_every_event(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	for (int k = 0; k < METRICS; k++)
+		spans(f, k, 50 + k, at(f, len / 2), 1000);
+	while (tb_collector_drain_pass(&f->c) > 0)
+		;
+	int64_t closing = f->c.interval_start_ns;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	int64_t logged[METRICS];
+	logged_totals(f, closing, logged);
+	for (int k = 0; k < METRICS; k++)
+		assert_int_equal(logged[k], 50 + k);
+	/* and the health sidecar's per-metric event counts agree */
+	char cmd[256], line[256];
+	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
+	FILE *csv = popen(cmd, "r");
+	assert_non_null(csv);
+	int64_t events[METRICS] = {0};
+	while (fgets(line, sizeof(line), csv)) {
+		double start;
+		char scope[16], name[32];
+		long long n;
+		if (sscanf(line, "%lf,%15[^,],%31[^,],%lld", &start, scope, name, &n) == 4 &&
+		    strcmp(scope, "metric") == 0 && llround(start * 1e3) == closing / 1000000 &&
+		    name[0] == 'm' && name[1] >= '0' && name[1] < '0' + METRICS && name[2] == 0)
+			events[name[1] - '0'] += n;
+	}
+	assert_int_equal(pclose(csv), 0);
+	for (int k = 0; k < METRICS; k++)
+		assert_int_equal(events[k], 50 + k);
+}
+
 /* The closes at shutdown take nothing from the rings: what they took would
  * go to a half no one closes, where left it is the next collector's. */
 static void closes_at_shutdown_leave_the_rings_alone(void **state)
@@ -226,9 +263,10 @@ static void late_outside_a_close_stays_in_the_current_half(void **state)
 	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].late, 7);
 }
 
-static uint64_t events_of(const struct fixture *f, int metric)
+static uint64_t events_of(struct fixture *f, int metric)
 {
 	uint32_t id = tb_metric_id(f->m[metric]);
+	tb_collector_fold_events(&f->c); /* housekeeping drains without folding */
 	return f->c.counts[0][id].events + f->c.counts[1][id].events;
 }
 
@@ -457,6 +495,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(drained_during_close_count_in_the_next_interval, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(late_outside_a_close_stays_in_the_current_half, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_close_after_bare_passes_counts_every_event, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(closes_at_shutdown_leave_the_rings_alone, setup,
 						teardown),

@@ -171,6 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tb_series **series_of = f->series_of;
 	memset(f, 0, sizeof(*f));
 	f->series_of = series_of;
+	tb_collector_fold_events(&coll); /* none left for this input's counts */
 	memset(coll.counts[0], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
 	memset(coll.counts[1], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
 	tb_join_expire(&coll.join, INT64_MAX - coll.join.timeout_ns, NULL, NULL);
@@ -224,6 +225,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t dup_before = coll.join.duplicates;
 	for (int pass = 0; pass < 3; pass++)
 		tb_collector_drain_pass(&coll);
+	tb_collector_fold_events(&coll);
 	if (state == TB_SLOT_LIVE) {
 		FUZZ_CHECK(f->followed, "a LIVE slot is followed on the first pass\n");
 		FUZZ_CHECK(f->quarantined == !honest, "quarantined %d, honest ring %d (%s)\n",
