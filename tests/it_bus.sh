@@ -189,6 +189,20 @@ fallback() {
 }
 check "forced pwrite fallback: announced, and the log is exact" fallback
 
+# bus metrics seed: 2 threads x 20000 events at 100000/s each into the
+# running collector $cpid, which is then stopped: nothing dropped, the log
+# exactly what was sent
+paced_exact() {
+	local bus=$1
+	emit $bus --threads 2 --count 20000 --metrics "$2" --rate 100000 --seed "$3" \
+		--expect "$tmp/$bus.expect" >"$tmp/$bus.e"
+	sleep 0.3
+	stop_collector "$cpid"
+	read -r att wr dr <"$tmp/$bus.e"
+	[[ $dr -eq 0 && $wr -eq $att ]] || { echo "  $bus: $dr dropped"; return 1; }
+	compare_expect $bus "$tmp/$bus.expect"
+}
+
 evict_lines() {
 	local bus=evict
 	start_collector $bus --evict-lines --ring-events 4096 || return 1
@@ -197,13 +211,7 @@ evict_lines() {
 	grep -q "evicting each event line read, with $how" "$tmp/$bus/tailbusd.out" ||
 		{ cat "$tmp/$bus/tailbusd.out"; return 1; }
 	# small rings, so the drain goes round each many times, flushing as it goes
-	emit $bus --threads 2 --count 20000 --metrics 3 --rate 100000 --seed 29 \
-		--expect "$tmp/$bus.expect" >"$tmp/$bus.e"
-	sleep 0.3
-	stop_collector "$cpid"
-	read -r att wr dr <"$tmp/$bus.e"
-	[[ $dr -eq 0 && $wr -eq $att ]] || { echo "  $dr dropped"; return 1; }
-	compare_expect $bus "$tmp/$bus.expect"
+	paced_exact $bus 3 29
 }
 check "--evict-lines: announced with its instruction, and the log is exact" evict_lines
 
@@ -219,13 +227,7 @@ backoff() {
 	for bo in 0 1000000; do
 		bus=backoff$bo
 		start_collector $bus --backoff-ns $bo --ring-events 4096 || return 1
-		emit $bus --threads 2 --count 20000 --metrics 2 --rate 100000 --seed 17 \
-			--expect "$tmp/$bus.expect" >"$tmp/$bus.e"
-		sleep 0.3
-		stop_collector "$cpid"
-		read -r att wr dr <"$tmp/$bus.e"
-		[[ $dr -eq 0 && $wr -eq $att ]] || { echo "  --backoff-ns $bo: $dr dropped"; return 1; }
-		compare_expect $bus "$tmp/$bus.expect" || return 1
+		paced_exact $bus 2 17 || return 1
 	done
 }
 check "collector back-off (--backoff-ns 0 and 1 ms): the log is exact; a bad value is refused" backoff

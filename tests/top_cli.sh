@@ -328,6 +328,15 @@ check "a collector restarted with --fresh: top follows the new segment" fresh
 tmux_pane() { tmux -S "$TMUX_SOCK" capture-pane -p -t top "$@"; }
 tmux_cursor() { tmux -S "$TMUX_SOCK" display-message -p -t top '#{cursor_flag}'; }
 last_line() { tmux_pane | grep -v '^ *$' | tail -1; }
+# top has exited when the shell's prompt is back: up to 5 s (an ASan build's
+# exit, with its leak check, can take longer than a fixed pause allowed)
+prompt_back() {
+	for _ in $(seq 50); do
+		[[ "$(last_line)" == 'top-test$' ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 terminal() {
 	local cmd="TAILBUS_DIR=$tmp/$BUS/seg $TAILBUS top --bus $BUS"
@@ -342,7 +351,7 @@ terminal() {
 	local hidden
 	hidden=$(tmux_cursor)
 	tmux -S "$TMUX_SOCK" send-keys -t top C-c
-	sleep 0.5
+	prompt_back
 	local ok=0
 	grep -qE '^m0 +[0-9.]+k? +[0-9]+ +[0-9.]+ (ns|us|ms|s)' "$tmp/pane2" || { echo "  no table"; ok=1; }
 	expect_eq "column headers in the scrollback" "$(grep -c '^metric  *rate/s' "$tmp/pane2")" 1 || ok=1
@@ -355,7 +364,7 @@ terminal() {
 	tmux -S "$TMUX_SOCK" send-keys -t top "clear; $cmd" Enter
 	sleep 1
 	tmux -S "$TMUX_SOCK" send-keys -t top q
-	sleep 0.5
+	prompt_back
 	expect_eq "last line after q" "$(last_line)" 'top-test$' || ok=1
 	expect_eq "cursor after q" "$(tmux_cursor)" 1 || ok=1
 	[[ $ok -eq 0 ]] || { echo "  pane:"; cat "$tmp/pane2"; }
