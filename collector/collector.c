@@ -124,7 +124,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->lock_fd = -1;
-	c->evict = cfg->evict_lines ? tb_collector_evict_method() : TB_EVICT_NONE;
+	c->evict = cfg->evict_lines ? tb_evict_method() : TB_EVICT_NONE;
 	if (cfg->fresh)
 		tb_seg_unlink(cfg->dir, cfg->bus);
 	int rc = tb_seg_open(&c->seg, cfg->dir, cfg->bus, &cfg->seg, TB_SEG_CREATE, why);

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "evict.h"
 #include "join.h"
 #include "tailbus/hist.h"
 #include "tailbus/segment.h"
@@ -33,9 +34,6 @@
  * many times over on this VM (bench/README.md). It waits this
  * long on its own clock instead, a fraction of what a ring holds. */
 #define TB_COLLECTOR_DEFAULT_BACKOFF_NS 2000
-#define TB_EVICT_NONE 0
-#define TB_EVICT_CLFLUSH 1    /* x86-64: every x86-64 has it */
-#define TB_EVICT_CLFLUSHOPT 2 /* x86: the unordered one, where CPUID says so */
 #define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */
 /* The bucket layout of every series histogram, TB_HIST_DEFAULT_* (1 ns to
  * an hour at 3 digits), as constants for the drain's fast path to fold into
@@ -189,8 +187,6 @@ static inline void tb_collector_set_closing(tb_collector *c, bool closing)
 	c->late_before_ns = c->interval_start_ns + (closing ? c->cfg.interval_ns : 0);
 }
 uint64_t tb_collector_drain_pass(tb_collector *c);
-/* The best way this CPU has to evict a line from every cache. */
-int tb_collector_evict_method(void);
 void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
 /* Drain until the rings are empty, or for as many passes as empty full
  * rings twice over: a producer that writes as fast as the drain must not

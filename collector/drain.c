@@ -23,9 +23,6 @@
  */
 #include <errno.h>
 #include <signal.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -265,37 +262,16 @@ static void fast_path_set(const tb_collector *c, fast_path *fp)
 	}
 }
 
-int tb_collector_evict_method(void)
-{
-#if defined(__x86_64__)
-	unsigned a, b, c, d;
-	if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23)))
-		return TB_EVICT_CLFLUSHOPT;
-	return TB_EVICT_CLFLUSH;
-#else
-	return TB_EVICT_NONE;
-#endif
-}
-
 _Static_assert(TB_RING_HEADER_SIZE % 64 == 0 && sizeof(tb_event) == 16,
 	       "events start on a 64-byte line, four to a line");
 
 /* Flush the lines of ring events [from, to) read to their end, from every
- * cache: only whole lines, so never the one the producer is writing. Only a
- * hint to the hardware: what the lines hold does not change. */
+ * cache (evict.h): only whole lines, so never the one the producer is
+ * writing. */
 static void evict_lines(int how, const tb_event *events, uint32_t mask, uint32_t from, uint32_t to)
 {
-#if defined(__x86_64__)
-	for (uint32_t at = from & ~3u; (int32_t)(to - (at + 4)) >= 0; at += 4) {
-		const void *line = &events[at & mask];
-		if (how == TB_EVICT_CLFLUSHOPT)
-			__asm__ volatile("clflushopt %0" : : "m"(*(const char *)line));
-		else
-			__asm__ volatile("clflush %0" : : "m"(*(const char *)line));
-	}
-#else
-	(void)how, (void)events, (void)mask, (void)from, (void)to;
-#endif
+	for (uint32_t at = from & ~3u; (int32_t)(to - (at + 4)) >= 0; at += 4)
+		tb_evict_line(how, &events[at & mask]);
 }
 
 /* Take up to `limit` events from ring i. Returns how many. */

@@ -221,10 +221,7 @@ int main(int argc, char **argv)
 	if (c.seg.fallback_reason[0])
 		printf("tailbusd: warning: %s\n", c.seg.fallback_reason);
 	if (o.cfg.evict_lines)
-		printf("tailbusd: evicting each event line read, with %s\n",
-		       c.evict == TB_EVICT_CLFLUSHOPT ? "clflushopt"
-		       : c.evict == TB_EVICT_CLFLUSH  ? "clflush"
-						      : "nothing: this CPU has no instruction for it");
+		printf("tailbusd: evicting each event line read, with %s\n", tb_evict_name(c.evict));
 	printf("tailbusd: writing %s through %s\n", tb_writer_log_path(c.writer),
 	       tb_writer_backend(c.writer));
 	printf("tailbusd: %u rings of %u events, %u metrics, %.3f s intervals\n",

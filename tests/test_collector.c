@@ -448,7 +448,7 @@ static void the_drain_records_as_decode_does(void **state)
 			before[h][m] = f->c.counts[h][tb_metric_id(f->m[m])];
 	}
 	f->c.decode_only = false;
-	f->c.evict = tb_collector_evict_method(); /* flushing the lines read changes nothing read */
+	f->c.evict = tb_evict_method(); /* flushing the lines read changes nothing read */
 	write_stream(q, qms, intended, done);
 	tb_collector_drain_all(&f->c);
 	uint32_t s0 = f->p->slot, s1 = q->slot;

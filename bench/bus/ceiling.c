@@ -69,15 +69,13 @@
  * waiting for it, from its start to its end (schedstat).
  */
 #include <inttypes.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_bus.h"
 #include "bench_procs.h"
+#include "evict.h"
 #include "tailbus/segment.h"
 
 #define CEIL_CHUNK 4096  /* events between clock reads at full speed */
@@ -101,7 +99,7 @@ struct ceiling {
 	int consumer_cpu;
 	int64_t idle_ns; /* sleep after a pass that found nothing; 0: busy-poll */
 	int64_t backoff_ns; /* pause after a pass with no whole batch; 0: none */
-	bool evict;         /* flush the lines read (tailbusd --evict-lines) */
+	int evict;          /* TB_EVICT_*: how to flush the lines read (tailbusd --evict-lines) */
 	bool stats;
 	int rings_visited; /* per pass: max(procs, TB_SEG_DEFAULT_SLOTS) */
 	uint64_t events; /* per ring, a power of two */
@@ -210,21 +208,6 @@ static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 
 /* ---- consumer ---- */
 
-/* As the collector's evict_lines (drain.c): clflushopt where CPUID has it. */
-static bool have_clflushopt;
-
-static void evict_line(const void *line)
-{
-#if defined(__x86_64__)
-	if (have_clflushopt)
-		__asm__ volatile("clflushopt %0" : : "m"(*(const char *)line));
-	else
-		__asm__ volatile("clflush %0" : : "m"(*(const char *)line));
-#else
-	(void)line;
-#endif
-}
-
 /* Copy out what ring i holds, a batch at most; returns the events copied. */
 static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, tb_event *sink)
 {
@@ -243,9 +226,9 @@ static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, tb_event
 	}
 	if (n == 0)
 		return 0;
-	if (o->evict) /* whole lines only: never the one the producer is writing */
+	if (o->evict != TB_EVICT_NONE) /* whole lines only: never the one the producer is writing */
 		for (uint64_t at = *tail & ~UINT64_C(3); at + 4 <= t; at += 4)
-			evict_line(&ev[at & mask]);
+			tb_evict_line(o->evict, &ev[at & mask]);
 	/* release: our reads of the slots are done before the producer reuses them */
 	__atomic_store_n(&r->tail, t, __ATOMIC_RELEASE);
 	*tail = t;
@@ -334,13 +317,8 @@ static int option(void *ctx, const char *a, const char *v, int *i)
 	struct ceiling *o = ctx;
 	if (strcmp(a, "--stats") == 0)
 		o->stats = true;
-	else if (strcmp(a, "--evict") == 0) {
-		o->evict = true;
-#if defined(__x86_64__)
-		unsigned ra, rb, rc, rd;
-		have_clflushopt = __get_cpuid_count(7, 0, &ra, &rb, &rc, &rd) && (rb & (1u << 23));
-#endif
-	}
+	else if (strcmp(a, "--evict") == 0)
+		o->evict = tb_evict_method();
 	else if (strcmp(a, "--consumer-cpu") == 0 && v)
 		o->consumer_cpu = atoi(v), (*i)++;
 	else if (strcmp(a, "--idle-us") == 0 && v)
