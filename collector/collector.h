@@ -84,6 +84,7 @@ typedef struct tb_slot_follow {
 	uint32_t cons; /* our consumer index: the authoritative one */
 	int32_t pid;
 	uint64_t pid_start_time;
+	uint32_t owner_looks;   /* owner_alive() calls: each tenth reads the start time */
 	uint64_t dropped_seen;  /* slot->dropped when last read */
 	uint64_t pending_drops; /* drops of an owner that left before the interval closed */
 	uint64_t interval_events;

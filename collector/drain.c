@@ -57,10 +57,22 @@ static void quarantine(tb_collector *c, uint32_t i, const char *reason)
 	fprintf(stderr, "tailbusd: ring %u (pid %d) quarantined: %s\n", i, (int)f->pid, reason);
 }
 
-static bool owner_alive(const tb_slot_follow *f)
+/* Whether the slot's owner still runs. kill(pid, 0) says in a microsecond
+ * whether the pid is gone; whether it is still the owner's, not reused, takes
+ * its start time from /proc/<pid>/stat (10-500 us here, the drain stopped
+ * meanwhile), so that is read only every OWNER_RECHECK'th look: a pid is
+ * reused only after its owner died, and noticing that within a second is
+ * soon enough. */
+#define OWNER_RECHECK 10
+
+static bool owner_alive(tb_slot_follow *f)
 {
 	if (f->pid <= 0)
 		return false;
+	if (kill(f->pid, 0) < 0 && errno == ESRCH)
+		return false;
+	if (f->owner_looks++ % OWNER_RECHECK != 0)
+		return true;
 	uint64_t start = tb_proc_start_time(f->pid);
 	return start != 0 && (f->pid_start_time == 0 || start == f->pid_start_time);
 }
@@ -98,6 +110,7 @@ static void follow(tb_collector *c, uint32_t i)
 	f->generation = s->generation;
 	f->pid = s->pid;
 	f->pid_start_time = s->pid_start_time;
+	f->owner_looks = 0;
 	/* drops already reported (by us or a collector before us); untrusted */
 	uint64_t dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
 	uint64_t reported = __atomic_load_n(&s->dropped_reported, __ATOMIC_RELAXED);
@@ -462,6 +475,7 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 			 * is (untrusted, used only to see whether it still runs) */
 			f->pid = s->pid;
 			f->pid_start_time = s->pid_start_time;
+			f->owner_looks = 0;
 			if (f->pid <= 0) /* no owner to wait for */
 				f->pid = -1;
 		}

@@ -237,6 +237,10 @@ uint32_t tb_join_expire(tb_join *j, int64_t now_ns,
 {
 	uint32_t removed = 0;
 	uint32_t i = 0;
+	/* nothing parked (a bus of SPANs only): no pass over the whole table,
+	 * which is megabytes, every housekeeping */
+	if (j->used == 0)
+		return 0;
 	while (i < j->capacity) {
 		tb_join_entry *e = &j->entries[i];
 		if (e->kind == JOIN_EMPTY || !is_expired(j, e, now_ns)) {

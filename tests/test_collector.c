@@ -366,6 +366,53 @@ static void a_ring_quarantined_before_start_is_freed_when_its_owner_is_gone(void
 	assert_int_equal(s->state, TB_SLOT_FREE);
 }
 
+/* A live ring's owner is looked at every housekeeping: a pid that is gone
+ * frees the slot at the next look, and a pid now another process's (its
+ * start time differs; only every tenth look reads it) within ten looks. */
+static void a_gone_or_reused_owner_frees_its_slot(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_slot_follow *fo = &f->c.slots[1];
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	uint64_t mine = tb_proc_start_time(getpid());
+	assert_true(mine != 0);
+
+	/* owned by this process: followed, and kept for many looks */
+	s->pid = getpid();
+	s->pid_start_time = mine;
+	__atomic_store_n(&s->state, TB_SLOT_LIVE, __ATOMIC_RELEASE);
+	for (int k = 0; k < 25; k++)
+		housekeep(f);
+	assert_int_equal(s->state, TB_SLOT_LIVE);
+	assert_true(fo->followed);
+
+	/* the owner is gone, between two reads of the start time */
+	fo->pid = child;
+	housekeep(f);
+	assert_int_equal(s->state, TB_SLOT_FREE);
+
+	/* owned again; then its pid belongs to a process started at another
+	 * time (this one, as a reused pid would): freed within ten looks */
+	s->pid = getpid();
+	s->pid_start_time = mine;
+	__atomic_store_n(&s->state, TB_SLOT_LIVE, __ATOMIC_RELEASE);
+	housekeep(f);
+	housekeep(f);
+	assert_int_equal(s->state, TB_SLOT_LIVE);
+	fo->pid_start_time = mine + 1;
+	int looks = 0;
+	while (s->state == TB_SLOT_LIVE && looks < 10) {
+		housekeep(f);
+		looks++;
+	}
+	assert_int_equal(s->state, TB_SLOT_FREE);
+}
+
 /* The drain records the common event (a SPAN of a metric with a series on
  * its ring, in range, completing in the current interval) without decode();
  * everything else goes to decode(). The two must record alike: the same
@@ -502,6 +549,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(the_next_owner_of_a_slot_is_read_in_full, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_gone_or_reused_owner_frees_its_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_spoiled_event_does_not_stall_the_ring, setup,
 						teardown),
