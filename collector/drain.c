@@ -65,6 +65,15 @@ static void quarantine(tb_collector *c, uint32_t i, const char *reason)
  * soon enough. */
 #define OWNER_RECHECK 10
 
+/* Take the slot's owner as the producer wrote it (untrusted: used only to
+ * see whether it still runs). */
+static void take_owner(tb_slot_follow *f, const tb_slot *s)
+{
+	f->pid = s->pid;
+	f->pid_start_time = s->pid_start_time;
+	f->owner_looks = 0;
+}
+
 static bool owner_alive(tb_slot_follow *f)
 {
 	if (f->pid <= 0)
@@ -108,9 +117,7 @@ static void follow(tb_collector *c, uint32_t i)
 	f->followed = true;
 	f->quarantined = false;
 	f->generation = s->generation;
-	f->pid = s->pid;
-	f->pid_start_time = s->pid_start_time;
-	f->owner_looks = 0;
+	take_owner(f, s);
 	/* drops already reported (by us or a collector before us); untrusted */
 	uint64_t dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
 	uint64_t reported = __atomic_load_n(&s->dropped_reported, __ATOMIC_RELAXED);
@@ -473,9 +480,7 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		if (!f->followed && !f->pid) {
 			/* quarantined before this collector started: learn whose it
 			 * is (untrusted, used only to see whether it still runs) */
-			f->pid = s->pid;
-			f->pid_start_time = s->pid_start_time;
-			f->owner_looks = 0;
+			take_owner(f, s);
 			if (f->pid <= 0) /* no owner to wait for */
 				f->pid = -1;
 		}

@@ -1,6 +1,6 @@
 /* linetrip.c - how long a cache line takes to go from one CPU to another and
- * back, between the two CPUs the cross-process benchmarks use: a probe of
- * where the host has put them, printed beside each pair of runs.
+ * back, between the two CPUs the cross-process benchmarks use, printed
+ * beside each pair of runs.
  *
  *   linetrip [--cpus A,B] [--rounds R] [--trips N]
  *
@@ -26,8 +26,6 @@
 #include "bench_bus.h"
 #include "bench_procs.h"
 
-#define TRIP_ROUNDS_MAX 101
-
 /* each on a pair of lines of its own, so the adjacent-line prefetcher of
  * one never fetches the other */
 static alignas(128) volatile uint64_t ping;
@@ -37,13 +35,6 @@ struct trip {
 	int cpu_a, cpu_b, rounds;
 	uint64_t trips;
 };
-
-static void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
 
 static void *answer(void *arg)
 {
@@ -55,7 +46,7 @@ static void *answer(void *arg)
 	uint64_t total = (uint64_t)t->rounds * t->trips;
 	for (uint64_t i = 1; i <= total; i++) {
 		while (ping != i)
-			relax();
+			bench_cpu_relax();
 		pong = i;
 	}
 	return NULL;
@@ -75,7 +66,7 @@ static int parse(int argc, char **argv, struct trip *t)
 		else
 			return -1;
 	}
-	if (t->rounds < 1 || t->rounds > TRIP_ROUNDS_MAX || t->trips < 1 || t->cpu_a < 0 ||
+	if (t->rounds < 1 || t->rounds > BENCH_RUNS_MAX || t->trips < 1 || t->cpu_a < 0 ||
 	    t->cpu_b < 0)
 		return -1;
 	return 0;
@@ -86,7 +77,7 @@ int main(int argc, char **argv)
 	struct trip t;
 	if (parse(argc, argv, &t) < 0) {
 		fprintf(stderr, "usage: linetrip [--cpus A,B] [--rounds 1..%d] [--trips N]\n",
-			TRIP_ROUNDS_MAX);
+			BENCH_RUNS_MAX);
 		return 2;
 	}
 	if (bench_pin(t.cpu_a) < 0) {
@@ -98,14 +89,14 @@ int main(int argc, char **argv)
 		perror("linetrip: pthread_create");
 		return 1;
 	}
-	double per_trip[TRIP_ROUNDS_MAX];
+	double per_trip[BENCH_RUNS_MAX];
 	uint64_t i = 0;
 	for (int r = 0; r < t.rounds; r++) {
 		double t0 = bench_now_ns();
 		for (uint64_t k = 0; k < t.trips; k++) {
 			ping = ++i;
 			while (pong != i)
-				relax();
+				bench_cpu_relax();
 		}
 		per_trip[r] = (bench_now_ns() - t0) / (double)t.trips;
 	}
