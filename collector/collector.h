@@ -70,11 +70,12 @@ typedef struct tb_series {
 	uint32_t slot;
 	uint16_t metric;
 	tb_hist hist[2]; /* [cur], [cur ^ 1] */
-	/* events the drain's fast path recorded into hist[h], not yet added to
-	 * counts[h][metric].events: one add to a line the record touches
-	 * anyway, instead of a second per-metric line; tb_collector_fold_events
-	 * adds them before anything reads the counts */
-	uint64_t fast_events[2];
+	/* how many of hist[h]'s records counts[h][metric].events holds. The
+	 * drain's fast path counts an event only in the histogram's total (the
+	 * record's own add): tb_collector_fold_events adds the difference to the
+	 * per-metric count before anything reads it; record() counts both at
+	 * once; a close sets it back to 0 with the half it empties */
+	uint64_t folded[2];
 } tb_series;
 
 typedef struct tb_slot_follow {
@@ -95,6 +96,10 @@ typedef struct tb_slot_follow {
 	 * an entry (128 KiB a slot, only the pages of ids seen touched), so
 	 * the drain looks up any event's id without a range check */
 	tb_series **series_of;
+	/* the same, to the series' histogram of each half: the fast path's
+	 * lookup, one load from the event's metric bits as they lie in its
+	 * first word */
+	tb_hist **hist_of[2];
 } tb_slot_follow;
 
 typedef struct tb_collector_config {

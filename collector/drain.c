@@ -142,6 +142,8 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 	s->slot = slot;
 	s->metric = metric;
 	f->series_of[metric] = s;
+	f->hist_of[0][metric] = &s->hist[0];
+	f->hist_of[1][metric] = &s->hist[1];
 	return s;
 }
 
@@ -185,6 +187,7 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 		tb_hist_record(h, latency); /* clamped to H and counted */
 		mc->clamped++;
 	}
+	s->folded[half]++; /* counted in mc->events already */
 }
 
 /* Metrics are registered once and never removed: a metric seen READY is
@@ -260,16 +263,14 @@ static const tb_hist series_shape = {
 };
 
 typedef struct fast_path {
-	uint64_t from, span;      /* completion, monotonic ns: from + [0, span) */
-	/* of a series' hist[cur] and fast_events[cur] */
-	size_t hist_off, count_off;
+	uint64_t from, span; /* completion, monotonic ns: from + [0, span) */
+	tb_hist **hist_of;   /* the ring's series histograms of the current half */
 } fast_path;
 
-static void fast_path_set(const tb_collector *c, fast_path *fp)
+static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_path *fp)
 {
 	int64_t end = c->interval_start_ns + c->cfg.interval_ns, from, to;
-	fp->hist_off = offsetof(tb_series, hist) + (size_t)c->cur * sizeof(tb_hist);
-	fp->count_off = offsetof(tb_series, fast_events) + (size_t)c->cur * sizeof(uint64_t);
+	fp->hist_of = f->hist_of[c->cur];
 	fp->from = 0;
 	fp->span = 0; /* none */
 	/* wall-clock bounds less the offset record() adds; none while a close
@@ -280,6 +281,32 @@ static void fast_path_set(const tb_collector *c, fast_path *fp)
 		fp->from = (uint64_t)from;
 		fp->span = (uint64_t)to - (uint64_t)from;
 	}
+}
+
+/* An event's metric bits, where they lie in its first word, are the byte
+ * offset of the metric's entry in a table of pointers: one AND and one load
+ * find its histogram. */
+#define METRIC_BYTES ((uint64_t)(TB_MAX_METRICS - 1) << TB_METRIC_SHIFT)
+_Static_assert(sizeof(tb_hist *) == (size_t)1 << TB_METRIC_SHIFT,
+	       "the metric bits of w0 are a pointer table's byte offset");
+
+/* The fast path for one SPAN (its kind checked by the caller). False:
+ * nothing recorded, decode() takes it. Its count reaches the per-metric
+ * counts through the histogram's total (tb_collector_fold_events). */
+static inline bool fast_record(const fast_path *fp, uint64_t w0, uint64_t w1)
+{
+	tb_hist *h = *(tb_hist **)((char *)fp->hist_of + (w0 & METRIC_BYTES));
+	int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
+	/* latency in [0, H] and its completion in [from, from + span), each as
+	 * one unsigned compare. A sum past INT64_MAX (which decode() saturates)
+	 * wraps to at least 2^63 here: never in range, since 0 <= from <
+	 * from + span <= INT64_MAX. */
+	if (TB_LIKELY(h != NULL && (uint64_t)latency <= (uint64_t)series_shape.highest &&
+		      w1 + (uint64_t)latency - fp->from < fp->span)) {
+		tb_hist_record_in_range_as(h, &series_shape, latency);
+		return true;
+	}
+	return false;
 }
 
 _Static_assert(TB_RING_HEADER_SIZE % 64 == 0 && sizeof(tb_event) == 16,
@@ -308,41 +335,53 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 	uint32_t mask = c->seg.layout.ring_capacity - 1;
 	unsigned log2 = tb_seg_ring_log2(&c->seg);
 	uint32_t cons = f->cons, n = 0;
-	tb_series **series_of = f->series_of;
 	fast_path fp;
-	fast_path_set(c, &fp);
+	fast_path_set(c, f, &fp);
 	while (n < limit) {
 		/* up to the end of the slot array, the lap bit to expect is one */
 		uint32_t at = cons & mask, run = mask + 1 - at, k;
 		if (run > limit - n)
 			run = limit - n;
 		const tb_event *ev = &events[at], *end = ev + run;
-		uint64_t want = tb_lap_bit(cons, log2);
-		for (; ev < end; ev++) {
-			/* acquire: the second word is read after the first that published it */
+		uint64_t want = tb_lap_bit(cons, log2); /* and kind SPAN, 0 */
+		while (ev < end) {
+			/* Whole lines: their four first words say at once whether
+			 * all four events are written in this pass and SPANs (each
+			 * loaded with acquire before its second word). */
+			if (((uintptr_t)ev & (TB_CACHELINE - 1)) == 0) {
+				for (; end - ev >= 4; ev += 4) {
+					uint64_t a = __atomic_load_n(&ev[0].w0, __ATOMIC_ACQUIRE);
+					uint64_t b = __atomic_load_n(&ev[1].w0, __ATOMIC_ACQUIRE);
+					uint64_t x = __atomic_load_n(&ev[2].w0, __ATOMIC_ACQUIRE);
+					uint64_t y = __atomic_load_n(&ev[3].w0, __ATOMIC_ACQUIRE);
+					if (((a ^ want) | (b ^ want) | (x ^ want) | (y ^ want)) &
+					    (TB_LAP_BIT | TB_KIND_MASK))
+						break;
+					uint64_t a1 = __atomic_load_n(&ev[0].w1, __ATOMIC_RELAXED);
+					uint64_t b1 = __atomic_load_n(&ev[1].w1, __ATOMIC_RELAXED);
+					uint64_t x1 = __atomic_load_n(&ev[2].w1, __ATOMIC_RELAXED);
+					uint64_t y1 = __atomic_load_n(&ev[3].w1, __ATOMIC_RELAXED);
+					if (TB_UNLIKELY(!fast_record(&fp, a, a1)))
+						decode(c, i, a, a1, now_mono);
+					if (TB_UNLIKELY(!fast_record(&fp, b, b1)))
+						decode(c, i, b, b1, now_mono);
+					if (TB_UNLIKELY(!fast_record(&fp, x, x1)))
+						decode(c, i, x, x1, now_mono);
+					if (TB_UNLIKELY(!fast_record(&fp, y, y1)))
+						decode(c, i, y, y1, now_mono);
+				}
+				if (ev == end)
+					break;
+			}
+			/* one event: the rest of a line, or one that is not all SPANs
+			 * written in this pass */
 			uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
 			if ((w0 & TB_LAP_BIT) != want)
 				break; /* not written yet in this pass */
 			uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
-			uint32_t metric = (uint32_t)(w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1);
-			int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
-			uint64_t done = w1 + (uint64_t)latency;
-			tb_series *s;
-			/* latency in [0, H] and done in [from, to), each as one
-			 * unsigned compare. A sum past INT64_MAX (which decode()
-			 * saturates) wraps to at least 2^63 here: never in range,
-			 * since 0 <= from < to <= INT64_MAX. */
-			if (TB_LIKELY((w0 & TB_KIND_MASK) == TB_EV_SPAN &&
-				      (s = series_of[metric]) != NULL &&
-				      (uint64_t)latency <= (uint64_t)series_shape.highest &&
-				      done - fp.from < fp.span)) {
-				/* hist[half] and fast_events[half], by offsets set once */
-				++*(uint64_t *)((char *)s + fp.count_off);
-				tb_hist_record_in_range_as((tb_hist *)((char *)s + fp.hist_off), &series_shape,
-							   latency);
-			} else {
+			if ((w0 & TB_KIND_MASK) != TB_EV_SPAN || !fast_record(&fp, w0, w1))
 				decode(c, i, w0, w1, now_mono);
-			}
+			ev++;
 		}
 		k = (uint32_t)(ev - &events[at]);
 		cons += k;
@@ -419,8 +458,9 @@ void tb_collector_fold_events(tb_collector *c)
 	for (uint32_t k = 0; k < c->nseries; k++) {
 		tb_series *s = &c->series[k];
 		for (int h = 0; h < 2; h++) {
-			c->counts[h][s->metric].events += s->fast_events[h];
-			s->fast_events[h] = 0;
+			uint64_t total = (uint64_t)tb_hist_total(&s->hist[h]);
+			c->counts[h][s->metric].events += total - s->folded[h];
+			s->folded[h] = total;
 		}
 	}
 }

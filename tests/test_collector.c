@@ -158,6 +158,8 @@ static void logged_totals(struct fixture *f, int64_t start_ns, int64_t *totals)
 	free(text);
 }
 
+static void sidecar_events(struct fixture *f, int64_t start_ns, int64_t *events);
+
 static void drained_during_close_count_in_the_next_interval(void **state)
 {
 	struct fixture *f = *state;
@@ -218,23 +220,56 @@ static void a_close_after_bare_passes_counts_every_event(void **state)
 	for (int k = 0; k < METRICS; k++)
 		assert_int_equal(logged[k], 50 + k);
 	/* and the health sidecar's per-metric event counts agree */
+	int64_t events[METRICS];
+	sidecar_events(f, closing, events);
+	for (int k = 0; k < METRICS; k++)
+		assert_int_equal(events[k], 50 + k);
+}
+
+/* Interval after interval, each half of a series used again: every close
+ * writes, in its log lines and its sidecar rows, the events of its own
+ * interval and no other's, whether the fast path recorded them (counted by
+ * the histogram's total) or decode() did (a duration over H, clamped). */
+static void every_close_counts_its_own_interval(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	static const int n[] = {70, 50, 40, 20, 30};
+	for (int i = 0; i < 5; i++) {
+		spans(f, 0, n[i], at(f, len / 2), 1000);
+		spans(f, 1, i + 1, at(f, len / 2), (uint64_t)TB_HIST_DEFAULT_HIGHEST + 1);
+		tb_collector_drain_all(&f->c);
+		int64_t closing = f->c.interval_start_ns;
+		assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+		int64_t logged[METRICS], events[METRICS];
+		logged_totals(f, closing, logged);
+		sidecar_events(f, closing, events);
+		assert_int_equal(logged[0], n[i]);
+		assert_int_equal(events[0], n[i]);
+		assert_int_equal(logged[1], i + 1);
+		assert_int_equal(events[1], i + 1);
+	}
+}
+
+/* The health sidecar's per-metric event counts for the interval that
+ * starts at start_ns (wall clock). */
+static void sidecar_events(struct fixture *f, int64_t start_ns, int64_t *events)
+{
 	char cmd[256], line[256];
 	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
 	FILE *csv = popen(cmd, "r");
 	assert_non_null(csv);
-	int64_t events[METRICS] = {0};
+	memset(events, 0, METRICS * sizeof(*events));
 	while (fgets(line, sizeof(line), csv)) {
 		double start;
 		char scope[16], name[32];
 		long long n;
 		if (sscanf(line, "%lf,%15[^,],%31[^,],%lld", &start, scope, name, &n) == 4 &&
-		    strcmp(scope, "metric") == 0 && llround(start * 1e3) == closing / 1000000 &&
+		    strcmp(scope, "metric") == 0 && llround(start * 1e3) == start_ns / 1000000 &&
 		    name[0] == 'm' && name[1] >= '0' && name[1] < '0' + METRICS && name[2] == 0)
 			events[name[1] - '0'] += n;
 	}
 	assert_int_equal(pclose(csv), 0);
-	for (int k = 0; k < METRICS; k++)
-		assert_int_equal(events[k], 50 + k);
 }
 
 /* The closes at shutdown take nothing from the rings: what they took would
@@ -431,11 +466,18 @@ static uint64_t xorshift(uint64_t *x)
 
 #define STREAM 3000
 
+/* SPANs, and where mark[k] a MARK (a reserved kind: counted bad) in the
+ * middle of them, so that a line of events is not always all SPANs */
 static void write_stream(tb_producer *p, const tb_metric_t *m, const uint64_t *intended,
-			 const uint64_t *done)
+			 const uint64_t *done, const bool *mark)
 {
-	for (int k = 0; k < STREAM; k++)
-		tb_span(p, m[k], intended[k], done[k]);
+	for (int k = 0; k < STREAM; k++) {
+		if (mark[k])
+			tb__emit(p, tb__span_field(intended[k], done[k]) | m[k].bits | TB_EV_MARK,
+				 intended[k]);
+		else
+			tb_span(p, m[k], intended[k], done[k]);
+	}
 }
 
 static void the_drain_records_as_decode_does(void **state)
@@ -462,6 +504,7 @@ static void the_drain_records_as_decode_does(void **state)
 	const int64_t dones[] = {0, 1, len / 2, len - 1, len, len + 1, len + len / 2, -1, -len / 2};
 	static uint64_t intended[STREAM], done[STREAM];
 	static tb_metric_t pm[STREAM], qms[STREAM];
+	static bool mark[STREAM];
 	uint64_t x = 0x9e3779b97f4a7c15u;
 	for (int k = 0; k < STREAM; k++) {
 		uint64_t r = xorshift(&x);
@@ -481,6 +524,10 @@ static void the_drain_records_as_decode_does(void **state)
 			qms[k] = qm[which];
 		} else if (which == METRICS) {
 			pm[k] = qms[k] = unknown[(r >> 32) & 1];
+		} else if (which == METRICS + 1) { /* a MARK of a registered metric */
+			pm[k] = f->m[0];
+			qms[k] = qm[0];
+			mark[k] = true;
 		} else { /* mostly m0 */
 			pm[k] = f->m[0];
 			qms[k] = qm[0];
@@ -488,7 +535,7 @@ static void the_drain_records_as_decode_does(void **state)
 	}
 	tb_metric_counts before[2][METRICS];
 	f->c.decode_only = true;
-	write_stream(f->p, pm, intended, done);
+	write_stream(f->p, pm, intended, done, mark);
 	tb_collector_drain_all(&f->c);
 	for (int h = 0; h < 2; h++) {
 		for (int m = 0; m < METRICS; m++)
@@ -496,13 +543,16 @@ static void the_drain_records_as_decode_does(void **state)
 	}
 	f->c.decode_only = false;
 	f->c.evict = tb_evict_method(); /* flushing the lines read changes nothing read */
-	write_stream(q, qms, intended, done);
+	write_stream(q, qms, intended, done, mark);
 	tb_collector_drain_all(&f->c);
 	uint32_t s0 = f->p->slot, s1 = q->slot;
 	assert_int_not_equal(s0, s1);
 	assert_int_equal(f->c.slots[s0].interval_events, STREAM);
 	assert_int_equal(f->c.slots[s1].interval_events, STREAM);
-	assert_true(f->c.slots[s0].bad_events > 0);
+	uint64_t marks = 0;
+	for (int k = 0; k < STREAM; k++)
+		marks += mark[k];
+	assert_true(marks > 0 && f->c.slots[s0].bad_events > marks); /* and the unknown ids */
 	assert_int_equal(f->c.slots[s1].bad_events, f->c.slots[s0].bad_events);
 	for (int h = 0; h < 2; h++) {
 		for (int m = 0; m < METRICS; m++) {
@@ -545,6 +595,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_close_after_bare_passes_counts_every_event, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(every_close_counts_its_own_interval, setup, teardown),
 		cmocka_unit_test_setup_teardown(closes_at_shutdown_leave_the_rings_alone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(the_next_owner_of_a_slot_is_read_in_full, setup,
