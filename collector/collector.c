@@ -104,9 +104,9 @@ static int alloc_state(tb_collector *c)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
 		c->slots[i].series_of = calloc(TB_MAX_METRICS, sizeof(tb_series *));
-		c->slots[i].hist_of[0] = calloc(TB_MAX_METRICS, sizeof(tb_hist *));
-		c->slots[i].hist_of[1] = calloc(TB_MAX_METRICS, sizeof(tb_hist *));
-		if (!c->slots[i].series_of || !c->slots[i].hist_of[0] || !c->slots[i].hist_of[1])
+		c->slots[i].fast_of[0] = calloc(TB_MAX_METRICS, sizeof(tb_series_fast *));
+		c->slots[i].fast_of[1] = calloc(TB_MAX_METRICS, sizeof(tb_series_fast *));
+		if (!c->slots[i].series_of || !c->slots[i].fast_of[0] || !c->slots[i].fast_of[1])
 			return -ENOMEM;
 	}
 	int rc = tb_hist_init(&c->merged, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
@@ -267,8 +267,8 @@ void tb_collector_close(tb_collector *c)
 	if (c->slots) {
 		for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 			free(c->slots[i].series_of);
-			free(c->slots[i].hist_of[0]);
-			free(c->slots[i].hist_of[1]);
+			free(c->slots[i].fast_of[0]);
+			free(c->slots[i].fast_of[1]);
 		}
 	}
 	free(c->slots);

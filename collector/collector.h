@@ -66,16 +66,22 @@ typedef struct tb_growbuf {
 	size_t len, cap;
 } tb_growbuf;
 
+/* What the drain's fast path records into a series half besides its
+ * counts: less than tb_hist_record_in_range would write, on one line.
+ * tb_collector_fold_events adds it to the histogram's total, minimum and
+ * maximum and to the per-metric event count before anything reads them. */
+typedef struct tb_series_fast {
+	int64_t *counts; /* hist[h].counts */
+	uint64_t events; /* recorded since the last fold */
+	int64_t max;     /* the largest value among them, 0 if none */
+	uint64_t min_m1; /* the smallest non-zero one less 1; UINT64_MAX: none */
+} tb_series_fast;
+
 typedef struct tb_series {
 	uint32_t slot;
 	uint16_t metric;
 	tb_hist hist[2]; /* [cur], [cur ^ 1] */
-	/* how many of hist[h]'s records counts[h][metric].events holds. The
-	 * drain's fast path counts an event only in the histogram's total (the
-	 * record's own add): tb_collector_fold_events adds the difference to the
-	 * per-metric count before anything reads it; record() counts both at
-	 * once; a close sets it back to 0 with the half it empties */
-	uint64_t folded[2];
+	tb_series_fast fast[2];
 } tb_series;
 
 typedef struct tb_slot_follow {
@@ -96,10 +102,10 @@ typedef struct tb_slot_follow {
 	 * an entry (128 KiB a slot, only the pages of ids seen touched), so
 	 * the drain looks up any event's id without a range check */
 	tb_series **series_of;
-	/* the same, to the series' histogram of each half: the fast path's
+	/* the same, to the fast path's record of each half of the series: its
 	 * lookup, one load from the event's metric bits as they lie in its
 	 * first word */
-	tb_hist **hist_of[2];
+	tb_series_fast **fast_of[2];
 } tb_slot_follow;
 
 typedef struct tb_collector_config {

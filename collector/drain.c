@@ -142,8 +142,10 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 	s->slot = slot;
 	s->metric = metric;
 	f->series_of[metric] = s;
-	f->hist_of[0][metric] = &s->hist[0];
-	f->hist_of[1][metric] = &s->hist[1];
+	for (int h = 0; h < 2; h++) {
+		s->fast[h] = (tb_series_fast){.counts = s->hist[h].counts, .min_m1 = UINT64_MAX};
+		f->fast_of[h][metric] = &s->fast[h];
+	}
 	return s;
 }
 
@@ -187,7 +189,6 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 		tb_hist_record(h, latency); /* clamped to H and counted */
 		mc->clamped++;
 	}
-	s->folded[half]++; /* counted in mc->events already */
 }
 
 /* Metrics are registered once and never removed: a metric seen READY is
@@ -264,13 +265,13 @@ static const tb_hist series_shape = {
 
 typedef struct fast_path {
 	uint64_t from, span; /* completion, monotonic ns: from + [0, span) */
-	tb_hist **hist_of;   /* the ring's series histograms of the current half */
+	tb_series_fast **fast_of; /* the ring's series, their current half */
 } fast_path;
 
 static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_path *fp)
 {
 	int64_t end = c->interval_start_ns + c->cfg.interval_ns, from, to;
-	fp->hist_of = f->hist_of[c->cur];
+	fp->fast_of = f->fast_of[c->cur];
 	fp->from = 0;
 	fp->span = 0; /* none */
 	/* wall-clock bounds less the offset record() adds; none while a close
@@ -285,28 +286,45 @@ static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_p
 
 /* An event's metric bits, where they lie in its first word, are the byte
  * offset of the metric's entry in a table of pointers: one AND and one load
- * find its histogram. */
+ * find its series. */
 #define METRIC_BYTES ((uint64_t)(TB_MAX_METRICS - 1) << TB_METRIC_SHIFT)
-_Static_assert(sizeof(tb_hist *) == (size_t)1 << TB_METRIC_SHIFT,
+_Static_assert(sizeof(tb_series_fast *) == (size_t)1 << TB_METRIC_SHIFT,
 	       "the metric bits of w0 are a pointer table's byte offset");
 
 /* The fast path for one SPAN (its kind checked by the caller). False:
- * nothing recorded, decode() takes it. Its count reaches the per-metric
- * counts through the histogram's total (tb_collector_fold_events). */
+ * nothing recorded, decode() takes it. What tb_hist_record_in_range would
+ * do, but for the counts into the series' fast record, which
+ * tb_collector_fold_events adds to the histogram and the per-metric count. */
 static inline bool fast_record(const fast_path *fp, uint64_t w0, uint64_t w1)
 {
-	tb_hist *h = *(tb_hist **)((char *)fp->hist_of + (w0 & METRIC_BYTES));
+	tb_series_fast *s = *(tb_series_fast **)((char *)fp->fast_of + (w0 & METRIC_BYTES));
 	int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
 	/* latency in [0, H] and its completion in [from, from + span), each as
 	 * one unsigned compare. A sum past INT64_MAX (which decode() saturates)
 	 * wraps to at least 2^63 here: never in range, since 0 <= from <
 	 * from + span <= INT64_MAX. */
-	if (TB_LIKELY(h != NULL && (uint64_t)latency <= (uint64_t)series_shape.highest &&
+	if (TB_LIKELY(s != NULL && (uint64_t)latency <= (uint64_t)series_shape.highest &&
 		      w1 + (uint64_t)latency - fp->from < fp->span)) {
-		tb_hist_record_in_range_as(h, &series_shape, latency);
+		s->counts[tb__hist_index(&series_shape, latency)]++;
+		s->events++;
+		if (latency > s->max)
+			s->max = latency;
+		/* a non-zero value below the least so far: 0 - 1 never is */
+		if ((uint64_t)latency - 1 < s->min_m1)
+			s->min_m1 = (uint64_t)latency - 1;
 		return true;
 	}
 	return false;
+}
+
+/* One SPAN of a line whose first words were all read (with acquire): its
+ * second word now, then the fast path or decode(). */
+static inline void line_event(tb_collector *c, uint32_t slot, const fast_path *fp, uint64_t w0,
+			      const tb_event *ev, int64_t now_mono)
+{
+	uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
+	if (TB_UNLIKELY(!fast_record(fp, w0, w1)))
+		decode(c, slot, w0, w1, now_mono);
 }
 
 _Static_assert(TB_RING_HEADER_SIZE % 64 == 0 && sizeof(tb_event) == 16,
@@ -357,18 +375,10 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 					if (((a ^ want) | (b ^ want) | (x ^ want) | (y ^ want)) &
 					    (TB_LAP_BIT | TB_KIND_MASK))
 						break;
-					uint64_t a1 = __atomic_load_n(&ev[0].w1, __ATOMIC_RELAXED);
-					uint64_t b1 = __atomic_load_n(&ev[1].w1, __ATOMIC_RELAXED);
-					uint64_t x1 = __atomic_load_n(&ev[2].w1, __ATOMIC_RELAXED);
-					uint64_t y1 = __atomic_load_n(&ev[3].w1, __ATOMIC_RELAXED);
-					if (TB_UNLIKELY(!fast_record(&fp, a, a1)))
-						decode(c, i, a, a1, now_mono);
-					if (TB_UNLIKELY(!fast_record(&fp, b, b1)))
-						decode(c, i, b, b1, now_mono);
-					if (TB_UNLIKELY(!fast_record(&fp, x, x1)))
-						decode(c, i, x, x1, now_mono);
-					if (TB_UNLIKELY(!fast_record(&fp, y, y1)))
-						decode(c, i, y, y1, now_mono);
+					line_event(c, i, &fp, a, &ev[0], now_mono);
+					line_event(c, i, &fp, b, &ev[1], now_mono);
+					line_event(c, i, &fp, x, &ev[2], now_mono);
+					line_event(c, i, &fp, y, &ev[3], now_mono);
 				}
 				if (ev == end)
 					break;
@@ -458,9 +468,20 @@ void tb_collector_fold_events(tb_collector *c)
 	for (uint32_t k = 0; k < c->nseries; k++) {
 		tb_series *s = &c->series[k];
 		for (int h = 0; h < 2; h++) {
-			uint64_t total = (uint64_t)tb_hist_total(&s->hist[h]);
-			c->counts[h][s->metric].events += total - s->folded[h];
-			s->folded[h] = total;
+			tb_series_fast *fs = &s->fast[h];
+			tb_hist *hist = &s->hist[h];
+			if (fs->events == 0)
+				continue;
+			c->counts[h][s->metric].events += fs->events;
+			hist->total += (int64_t)fs->events;
+			if (fs->max > hist->max_raw)
+				hist->max_raw = fs->max;
+			if (fs->min_m1 != UINT64_MAX &&
+			    (hist->min_raw == 0 || (int64_t)(fs->min_m1 + 1) < hist->min_raw))
+				hist->min_raw = (int64_t)(fs->min_m1 + 1);
+			fs->events = 0;
+			fs->max = 0;
+			fs->min_m1 = UINT64_MAX;
 		}
 	}
 }

@@ -118,8 +118,8 @@ static void merge_metric(tb_collector *c, uint16_t m)
 {
 	tb_hist_reset(&c->merged);
 	for (uint32_t k = 0; k < c->nseries; k++) {
-		if (c->series[k].metric == m && tb_hist_move(&c->merged, &c->series[k].hist[c->cur]) == 0)
-			c->series[k].folded[c->cur] = 0;
+		if (c->series[k].metric == m)
+			tb_hist_move(&c->merged, &c->series[k].hist[c->cur]);
 	}
 }
 
@@ -238,7 +238,6 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	for (uint32_t k = 0; k < c->nseries; k++) {
 		if (tb_hist_total(&c->series[k].hist[c->cur]))
 			tb_hist_reset(&c->series[k].hist[c->cur]);
-		c->series[k].folded[c->cur] = 0;
 	}
 	memset(c->counts[c->cur], 0, c->seg.layout.metric_capacity * sizeof(tb_metric_counts));
 	c->cur ^= 1;

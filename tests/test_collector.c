@@ -251,6 +251,39 @@ static void every_close_counts_its_own_interval(void **state)
 	}
 }
 
+/* The drain's fast path keeps a series' least and greatest value apart
+ * from its histogram and adds them in at each fold: after every drain, the
+ * histogram's minimum and maximum are those of all it recorded, exactly. */
+static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	int cur = f->c.cur;
+	static const struct {
+		uint64_t latencies[3];
+		int64_t min, max;
+	} steps[] = {
+		{{500, 600, 601}, 500, 601}, /* the first makes the series, through decode() */
+		{{6000, 50, 0}, 50, 6000}, /* a zero is never the non-zero minimum */
+		{{700, 70, 5000}, 50, 6000},
+		{{49, 6001, 3}, 3, 6001},
+	};
+	tb_series *s = NULL;
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		for (int j = 0; j < 3; j++)
+			spans(f, 2, 1, at(f, len / 2), steps[k].latencies[j]);
+		tb_collector_drain_all(&f->c);
+		s = f->c.slots[f->p->slot].series_of[tb_metric_id(f->m[2])];
+		assert_non_null(s);
+		assert_int_equal(s->hist[cur].min_raw, steps[k].min);
+		assert_int_equal(s->hist[cur].max_raw, steps[k].max);
+		assert_int_equal(s->hist[cur].total, 3 * (int64_t)(k + 1));
+		/* all through the fast path: nothing waits in its record */
+		assert_int_equal(s->fast[cur].events, 0);
+	}
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].events, 12);
+}
+
 /* The health sidecar's per-metric event counts for the interval that
  * starts at start_ns (wall clock). */
 static void sidecar_events(struct fixture *f, int64_t start_ns, int64_t *events)
@@ -596,6 +629,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_close_after_bare_passes_counts_every_event, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(every_close_counts_its_own_interval, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_fast_path_keeps_the_least_and_greatest_value, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(closes_at_shutdown_leave_the_rings_alone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(the_next_owner_of_a_slot_is_read_in_full, setup,

@@ -169,11 +169,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* a fresh slot 0, unknown to the collector, and its ring */
 	__atomic_store_n(&slot->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 	tb_series **series_of = f->series_of;
-	tb_hist **hist_of0 = f->hist_of[0], **hist_of1 = f->hist_of[1];
+	tb_series_fast **fast_of0 = f->fast_of[0], **fast_of1 = f->fast_of[1];
 	memset(f, 0, sizeof(*f));
 	f->series_of = series_of;
-	f->hist_of[0] = hist_of0;
-	f->hist_of[1] = hist_of1;
+	f->fast_of[0] = fast_of0;
+	f->fast_of[1] = fast_of1;
 	tb_collector_fold_events(&coll); /* none left for this input's counts */
 	memset(coll.counts[0], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
 	memset(coll.counts[1], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
