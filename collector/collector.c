@@ -103,10 +103,10 @@ static int alloc_state(tb_collector *c)
 	if (!c->slots || !c->counts[0] || !c->counts[1] || !c->metric_ready)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
-		c->slots[i].series_of = calloc(TB_MAX_METRICS, sizeof(tb_series *));
-		c->slots[i].fast_of[0] = calloc(TB_MAX_METRICS, sizeof(tb_series_fast *));
-		c->slots[i].fast_of[1] = calloc(TB_MAX_METRICS, sizeof(tb_series_fast *));
-		if (!c->slots[i].series_of || !c->slots[i].fast_of[0] || !c->slots[i].fast_of[1])
+		c->slots[i].t.series_of = calloc(TB_MAX_METRICS, sizeof(tb_series *));
+		c->slots[i].t.fast_of[0] = calloc(TB_MAX_METRICS, sizeof(tb_series_fast *));
+		c->slots[i].t.fast_of[1] = calloc(TB_MAX_METRICS, sizeof(tb_series_fast *));
+		if (!c->slots[i].t.series_of || !c->slots[i].t.fast_of[0] || !c->slots[i].t.fast_of[1])
 			return -ENOMEM;
 	}
 	int rc = tb_hist_init(&c->merged, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
@@ -266,9 +266,9 @@ void tb_collector_close(tb_collector *c)
 		tb_writer_close(c->writer);
 	if (c->slots) {
 		for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
-			free(c->slots[i].series_of);
-			free(c->slots[i].fast_of[0]);
-			free(c->slots[i].fast_of[1]);
+			free(c->slots[i].t.series_of);
+			free(c->slots[i].t.fast_of[0]);
+			free(c->slots[i].t.fast_of[1]);
 		}
 	}
 	free(c->slots);

@@ -98,14 +98,16 @@ typedef struct tb_slot_follow {
 	uint64_t bad_events;    /* unregistered metric or unknown kind */
 	uint32_t high_water;    /* most events waiting, this interval */
 	char reason[96];        /* why it was quarantined */
-	/* metric id -> its series on this ring, or NULL; every 14-bit id has
-	 * an entry (128 KiB a slot, only the pages of ids seen touched), so
-	 * the drain looks up any event's id without a range check */
-	tb_series **series_of;
-	/* the same, to the fast path's record of each half of the series: its
-	 * lookup, one load from the event's metric bits as they lie in its
-	 * first word */
-	tb_series_fast **fast_of[2];
+	/* metric id -> its series on this ring, or NULL, and the same to the
+	 * fast path's record of each half of the series. Every 14-bit id has an
+	 * entry (three tables of 128 KiB a slot, only the pages of ids seen
+	 * touched), so the drain looks up any event's id without a range check.
+	 * Allocated at open for the collector's life: whatever resets the rest
+	 * of this struct keeps them. */
+	struct tb_slot_tables {
+		tb_series **series_of;
+		tb_series_fast **fast_of[2];
+	} t;
 } tb_slot_follow;
 
 typedef struct tb_collector_config {

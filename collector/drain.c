@@ -141,10 +141,10 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 	tb_series *s = &c->series[c->nseries++];
 	s->slot = slot;
 	s->metric = metric;
-	f->series_of[metric] = s;
+	f->t.series_of[metric] = s;
 	for (int h = 0; h < 2; h++) {
 		s->fast[h] = (tb_series_fast){.counts = s->hist[h].counts, .min_m1 = UINT64_MAX};
-		f->fast_of[h][metric] = &s->fast[h];
+		f->t.fast_of[h][metric] = &s->fast[h];
 	}
 	return s;
 }
@@ -177,7 +177,7 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 		latency = 0;
 	}
 	mc->events++;
-	tb_series *s = c->slots[slot].series_of[metric];
+	tb_series *s = c->slots[slot].t.series_of[metric];
 	if (!s)
 		s = new_series(c, slot, metric);
 	if (TB_UNLIKELY(!s))
@@ -271,25 +271,25 @@ typedef struct fast_path {
 static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_path *fp)
 {
 	int64_t end = c->interval_start_ns + c->cfg.interval_ns, from, to;
-	fp->fast_of = f->fast_of[c->cur];
+	fp->fast_of = f->t.fast_of[c->cur];
 	fp->from = 0;
 	fp->span = 0; /* none */
 	/* wall-clock bounds less the offset record() adds; none while a close
 	 * moves the open half, or in a test that wants decode() for all */
 	if (!c->decode_only && c->open_half == c->cur &&
 	    !__builtin_sub_overflow(c->late_before_ns, c->clock_offset_ns, &from) &&
-	    !__builtin_sub_overflow(end, c->clock_offset_ns, &to) && from >= 0 && from < to) {
-		fp->from = (uint64_t)from;
-		fp->span = (uint64_t)to - (uint64_t)from;
+	    !__builtin_sub_overflow(end, c->clock_offset_ns, &to)) {
+		/* an interval that began before the clock's zero (a long one,
+		 * soon after boot): every completion the clock can give is
+		 * after its start, none late */
+		if (from < 0)
+			from = 0;
+		if (from < to) {
+			fp->from = (uint64_t)from;
+			fp->span = (uint64_t)to - (uint64_t)from;
+		}
 	}
 }
-
-/* An event's metric bits, where they lie in its first word, are the byte
- * offset of the metric's entry in a table of pointers: one AND and one load
- * find its series. */
-#define METRIC_BYTES ((uint64_t)(TB_MAX_METRICS - 1) << TB_METRIC_SHIFT)
-_Static_assert(sizeof(tb_series_fast *) == (size_t)1 << TB_METRIC_SHIFT,
-	       "the metric bits of w0 are a pointer table's byte offset");
 
 /* The fast path for one SPAN (its kind checked by the caller). False:
  * nothing recorded, decode() takes it. What tb_hist_record_in_range would
@@ -297,7 +297,7 @@ _Static_assert(sizeof(tb_series_fast *) == (size_t)1 << TB_METRIC_SHIFT,
  * tb_collector_fold_events adds to the histogram and the per-metric count. */
 static inline bool fast_record(const fast_path *fp, uint64_t w0, uint64_t w1)
 {
-	tb_series_fast *s = *(tb_series_fast **)((char *)fp->fast_of + (w0 & METRIC_BYTES));
+	tb_series_fast *s = fp->fast_of[(w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1)];
 	int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
 	/* latency in [0, H] and its completion in [from, from + span), each as
 	 * one unsigned compare. A sum past INT64_MAX (which decode() saturates)
@@ -365,7 +365,9 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 		while (ev < end) {
 			/* Whole lines: their four first words say at once whether
 			 * all four events are written in this pass and SPANs (each
-			 * loaded with acquire before its second word). */
+			 * loaded with acquire before its second word). Only SPANs
+			 * come this way: START and END, whose joins depend on their
+			 * order, go one at a time below, in ring order. */
 			if (((uintptr_t)ev & (TB_CACHELINE - 1)) == 0) {
 				for (; end - ev >= 4; ev += 4) {
 					uint64_t a = __atomic_load_n(&ev[0].w0, __ATOMIC_ACQUIRE);

@@ -273,7 +273,7 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 		for (int j = 0; j < 3; j++)
 			spans(f, 2, 1, at(f, len / 2), steps[k].latencies[j]);
 		tb_collector_drain_all(&f->c);
-		s = f->c.slots[f->p->slot].series_of[tb_metric_id(f->m[2])];
+		s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[2])];
 		assert_non_null(s);
 		assert_int_equal(s->hist[cur].min_raw, steps[k].min);
 		assert_int_equal(s->hist[cur].max_raw, steps[k].max);
@@ -282,6 +282,26 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 		assert_int_equal(s->fast[cur].events, 0);
 	}
 	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].events, 12);
+}
+
+/* An interval that began before the producers' clock's zero (a long one,
+ * soon after boot) still has its events taken by the fast path, and
+ * counted as decode() counts them. */
+static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void **state)
+{
+	struct fixture *f = *state;
+	int cur = f->c.cur;
+	f->c.interval_start_ns = f->c.clock_offset_ns - 1000; /* 1 us before monotonic 0 */
+	tb_collector_set_closing(&f->c, false);
+	spans(f, 1, 10, at(f, f->c.cfg.interval_ns / 2), 1000);
+	assert_int_equal(tb_collector_drain_pass(&f->c), 10);
+	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
+	assert_non_null(s);
+	assert_int_equal(s->fast[cur].events, 9); /* the first made the series, through decode() */
+	tb_collector_fold_events(&f->c);
+	assert_int_equal(s->hist[cur].total, 10);
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].events, 10);
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].late, 0);
 }
 
 /* The health sidecar's per-metric event counts for the interval that
@@ -602,8 +622,8 @@ static void the_drain_records_as_decode_does(void **state)
 	}
 	assert_true(before[f->c.cur][0].late > 0);
 	for (int m = 0; m < METRICS; m++) {
-		tb_series *a = f->c.slots[s0].series_of[tb_metric_id(f->m[m])];
-		tb_series *b = f->c.slots[s1].series_of[tb_metric_id(f->m[m])];
+		tb_series *a = f->c.slots[s0].t.series_of[tb_metric_id(f->m[m])];
+		tb_series *b = f->c.slots[s1].t.series_of[tb_metric_id(f->m[m])];
 		assert_non_null(a);
 		assert_non_null(b);
 		for (int h = 0; h < 2; h++) {
@@ -629,6 +649,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_close_after_bare_passes_counts_every_event, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(every_close_counts_its_own_interval, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			an_interval_begun_before_the_clock_started_takes_the_fast_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_fast_path_keeps_the_least_and_greatest_value, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(closes_at_shutdown_leave_the_rings_alone, setup,

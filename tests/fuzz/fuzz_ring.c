@@ -168,12 +168,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* a fresh slot 0, unknown to the collector, and its ring */
 	__atomic_store_n(&slot->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
-	tb_series **series_of = f->series_of;
-	tb_series_fast **fast_of0 = f->fast_of[0], **fast_of1 = f->fast_of[1];
+	struct tb_slot_tables tables = f->t;
 	memset(f, 0, sizeof(*f));
-	f->series_of = series_of;
-	f->fast_of[0] = fast_of0;
-	f->fast_of[1] = fast_of1;
+	f->t = tables;
 	tb_collector_fold_events(&coll); /* none left for this input's counts */
 	memset(coll.counts[0], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
 	memset(coll.counts[1], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
