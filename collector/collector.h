@@ -28,6 +28,10 @@
 #include "writer.h"
 
 #define TB_COLLECTOR_BATCH 256                 /* events taken from one ring per visit */
+/* tb_collector_poll_pass reads a ring short of a whole batch at most this
+ * often: reading up to where the producer writes takes that line from it,
+ * and the lines after it that the reads' prefetching fetched. */
+#define TB_COLLECTOR_PARTIAL_NS 1000000LL
 /* After a pass in which no ring had a whole batch waiting, the collector has
  * caught up: polling again at once would pull the event line each producer
  * is writing to this core on every pass, slowing a producer at full rate
@@ -97,6 +101,7 @@ typedef struct tb_slot_follow {
 	uint64_t interval_events;
 	uint64_t bad_events;    /* unregistered metric or unknown kind */
 	uint32_t high_water;    /* most events waiting, this interval */
+	int64_t partial_after_ns; /* monotonic: tb_collector_poll_pass reads short again from then */
 	char reason[96];        /* why it was quarantined */
 	/* metric id -> its series on this ring, or NULL, and the same to the
 	 * fast path's record of each half of the series. Every 14-bit id has an
@@ -201,6 +206,12 @@ static inline void tb_collector_set_closing(tb_collector *c, bool closing)
 	c->late_before_ns = c->interval_start_ns + (closing ? c->cfg.interval_ns : 0);
 }
 uint64_t tb_collector_drain_pass(tb_collector *c);
+/* The run loop's pass: as tb_collector_drain_pass, but a ring that does not
+ * hold a whole batch is read only every TB_COLLECTOR_PARTIAL_NS, so that a
+ * caught-up collector does not read the lines its producers are writing on
+ * every pass. What waits is read by the next such read, or by the
+ * tb_collector_drain_all of the interval's close. */
+uint64_t tb_collector_poll_pass(tb_collector *c);
 void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
 /* Drain until the rings are empty, or for as many passes as empty full
  * rings twice over: a producer that writes as fast as the drain must not

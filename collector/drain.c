@@ -339,8 +339,22 @@ static void evict_lines(int how, const tb_event *events, uint32_t mask, uint32_t
 		tb_evict_line(how, &events[at & mask]);
 }
 
-/* Take up to `limit` events from ring i. Returns how many. */
-static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t now_mono)
+/* Whether the ring holds `whole` events from our index: the last of them
+ * written in this pass (the producer publishes in order), by one load. */
+static bool holds(const tb_event *events, uint32_t mask, unsigned log2, uint32_t cons,
+		  uint32_t whole)
+{
+	uint32_t last = cons + whole - 1;
+	uint64_t w0 = __atomic_load_n(&events[last & mask].w0, __ATOMIC_RELAXED);
+	return (w0 & TB_LAP_BIT) == tb_lap_bit(last, log2);
+}
+
+/* Take up to `limit` events from ring i. Returns how many. With
+ * `whole_only`, a ring that does not hold a whole batch is left alone (but
+ * for the load that tells) unless TB_COLLECTOR_PARTIAL_NS have passed since
+ * it was last read short. */
+static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t now_mono,
+			   bool whole_only)
 {
 	tb_slot_follow *f = &c->slots[i];
 	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
@@ -350,9 +364,15 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 		return 0;
 	}
 	const tb_event *events = tb_seg_events(&c->seg, i);
-	uint32_t mask = c->seg.layout.ring_capacity - 1;
+	uint32_t cap = c->seg.layout.ring_capacity, mask = cap - 1;
 	unsigned log2 = tb_seg_ring_log2(&c->seg);
 	uint32_t cons = f->cons, n = 0;
+	if (whole_only) {
+		uint32_t whole = limit < cap / 4 ? limit : cap / 4; /* never near full */
+		if (whole > 1 && now_mono < f->partial_after_ns &&
+		    !holds(events, mask, log2, cons, whole))
+			return 0;
+	}
 	fast_path fp;
 	fast_path_set(c, f, &fp);
 	while (n < limit) {
@@ -419,6 +439,8 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			n++;
 		}
 	}
+	if (n < limit) /* caught up: the next short read not before */
+		f->partial_after_ns = now_mono + TB_COLLECTOR_PARTIAL_NS;
 	if (n == 0)
 		return 0; /* nothing taken: leave the line the producer reads untouched */
 	if (n > f->high_water)
@@ -432,7 +454,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 	return n;
 }
 
-uint64_t tb_collector_drain_pass(tb_collector *c)
+static uint64_t pass(tb_collector *c, bool whole_only)
 {
 	uint64_t total = 0;
 	bool full = false;
@@ -446,13 +468,23 @@ uint64_t tb_collector_drain_pass(tb_collector *c)
 		    __atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) == TB_SLOT_LIVE)
 			follow(c, i);
 		if (f->followed && !f->quarantined) {
-			uint32_t n = drain_slot(c, i, TB_COLLECTOR_BATCH, now);
+			uint32_t n = drain_slot(c, i, TB_COLLECTOR_BATCH, now, whole_only);
 			total += n;
 			full |= n == TB_COLLECTOR_BATCH;
 		}
 	}
 	c->last_pass_full = full;
 	return total;
+}
+
+uint64_t tb_collector_drain_pass(tb_collector *c)
+{
+	return pass(c, false);
+}
+
+uint64_t tb_collector_poll_pass(tb_collector *c)
+{
+	return pass(c, true);
 }
 
 uint64_t tb_collector_drain_all(tb_collector *c)
@@ -497,7 +529,7 @@ static void release_slot(tb_collector *c, uint32_t i)
 		 * anyway, against one that goes on writing) */
 		uint64_t taken = 0, most = 2 * (uint64_t)c->seg.layout.ring_capacity;
 		uint32_t n;
-		while (taken < most && (n = drain_slot(c, i, TB_COLLECTOR_BATCH, mono_now())) > 0)
+		while (taken < most && (n = drain_slot(c, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
 			taken += n;
 	}
 	/* the next owner starts from a ring in order: indices where reading

@@ -304,6 +304,49 @@ static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void 
 	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].late, 0);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The run loop's pass reads a ring that holds a whole batch at once, and
+ * one that holds less only when its short read is due (TB_COLLECTOR_PARTIAL_NS
+ * after the last); tb_collector_drain_all reads everything. */
+static void the_poll_pass_reads_short_rings_only_when_due(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	tb_slot_follow *sf = &f->c.slots[f->p->slot];
+	spans(f, 0, 10, at(f, len / 2), 1000);
+	int64_t before = mono_ns();
+	assert_int_equal(tb_collector_poll_pass(&f->c), 10); /* never read short yet: due */
+	int64_t after = mono_ns();
+	assert_true(sf->partial_after_ns >= before + TB_COLLECTOR_PARTIAL_NS &&
+		    sf->partial_after_ns <= after + TB_COLLECTOR_PARTIAL_NS);
+	sf->partial_after_ns = INT64_MAX; /* not due, whatever the time */
+	spans(f, 0, 10, at(f, len / 2), 1000);
+	assert_int_equal(tb_collector_poll_pass(&f->c), 0);
+	assert_false(f->c.last_pass_full);
+	/* a whole batch behind those ten: taken at once, the ten first */
+	spans(f, 0, TB_COLLECTOR_BATCH, at(f, len / 2), 1000);
+	assert_int_equal(tb_collector_poll_pass(&f->c), TB_COLLECTOR_BATCH);
+	assert_true(f->c.last_pass_full);
+	assert_int_equal(sf->partial_after_ns, INT64_MAX); /* a whole batch is not a short read */
+	assert_int_equal(tb_collector_poll_pass(&f->c), 0);
+	sf->partial_after_ns = 0; /* due */
+	assert_int_equal(tb_collector_poll_pass(&f->c), 10);
+	/* the plain pass and drain_all read short rings at any time */
+	sf->partial_after_ns = INT64_MAX;
+	spans(f, 0, 7, at(f, len / 2), 1000);
+	assert_int_equal(tb_collector_drain_pass(&f->c), 7);
+	spans(f, 0, 5, at(f, len / 2), 1000);
+	assert_int_equal(tb_collector_drain_all(&f->c), 5);
+	assert_int_equal(f->c.counts[f->c.cur][tb_metric_id(f->m[0])].events,
+			 10 + 10 + TB_COLLECTOR_BATCH + 7 + 5);
+}
+
 /* The health sidecar's per-metric event counts for the interval that
  * starts at start_ns (wall clock). */
 static void sidecar_events(struct fixture *f, int64_t start_ns, int64_t *events)
@@ -649,6 +692,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_close_after_bare_passes_counts_every_event, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(every_close_counts_its_own_interval, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_poll_pass_reads_short_rings_only_when_due, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			an_interval_begun_before_the_clock_started_takes_the_fast_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_fast_path_keeps_the_least_and_greatest_value, setup,

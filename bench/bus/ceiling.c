@@ -25,9 +25,11 @@
  * own.
  *
  * Consumer: one process pinned to --consumer-cpu (default 1), in
- * tailbusd's loop (tb_collector_run, tb_collector_drain_pass): a pass reads
+ * tailbusd's loop (tb_collector_run, tb_collector_poll_pass): a pass reads
  * the clock, then visits TB_SEG_DEFAULT_SLOTS rings (those without a
  * producer stay empty, one index load each as a free slot's state is);
+ * a ring that does not hold a whole batch is left alone but every
+ * CEIL_PARTIAL_NS (one load of the batch's last event tells), as tailbusd's;
  * each visit copies at most CEIL_BATCH events (tailbusd's batch) into a
  * small private buffer, one by one while their lap bit says they are
  * written (no decode, no histogram), and stores the consumer index
@@ -85,6 +87,7 @@
 #define CEIL_BATCH 256   /* events per visit: tailbusd's TB_COLLECTOR_BATCH */
 #define CEIL_HOUSEKEEP_NS 100000000LL /* tailbusd's TB_COLLECTOR_HOUSEKEEP_NS */
 #define CEIL_BACKOFF_NS 2000 /* tailbusd's TB_COLLECTOR_DEFAULT_BACKOFF_NS (collector/collector.h) */
+#define CEIL_PARTIAL_NS 1000000LL /* tailbusd's TB_COLLECTOR_PARTIAL_NS */
 #define CEIL_DEFAULT_SECONDS 3.0
 #define CEIL_CONSUMER_CPU 1
 
@@ -208,13 +211,25 @@ static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 
 /* ---- consumer ---- */
 
-/* Copy out what ring i holds, a batch at most; returns the events copied. */
-static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, tb_event *sink)
+/* Copy out what ring i holds, a batch at most; returns the events copied.
+ * As tb_collector_poll_pass does (whole_only), a ring that does not hold a
+ * whole batch, by the lap bit of the batch's last event, is left alone
+ * unless its short read is due (*partial_after, CEIL_PARTIAL_NS after the
+ * last); at the end every ring is read to its end. */
+static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, int64_t *partial_after,
+			int64_t now, bool whole_only, tb_event *sink)
 {
 	struct ceil_ring *r = ring_of(o, i);
 	const tb_event *ev = events_of(o, i);
 	uint64_t mask = o->events - 1, t = *tail, n = 0;
 	unsigned log2 = (unsigned)__builtin_ctzll(o->events);
+	uint64_t whole = CEIL_BATCH < o->events / 4 ? CEIL_BATCH : o->events / 4;
+	if (whole_only && whole > 1 && now < *partial_after) {
+		uint64_t last = t + whole - 1;
+		uint64_t w0 = __atomic_load_n(&ev[last & mask].w0, __ATOMIC_RELAXED);
+		if ((w0 & TB_LAP_BIT) != tb_lap_bit((uint32_t)last, log2))
+			return 0;
+	}
 	for (; n < CEIL_BATCH; n++, t++) {
 		const tb_event *e = &ev[t & mask];
 		/* acquire: the second word is read after the first that shows the event */
@@ -224,6 +239,8 @@ static uint64_t consume(const struct ceiling *o, int i, uint64_t *tail, tb_event
 		sink[t & (CEIL_SINK - 1)] = (tb_event){w0, __atomic_load_n(&e->w1, __ATOMIC_RELAXED)};
 		__asm__ volatile("" : : "r"(sink) : "memory"); /* each copy happens */
 	}
+	if (n < CEIL_BATCH)
+		*partial_after = now + CEIL_PARTIAL_NS;
 	if (n == 0)
 		return 0;
 	if (o->evict != TB_EVICT_NONE) /* whole lines only: never the one the producer is writing */
@@ -240,17 +257,17 @@ struct pass_stats {
 	uint64_t passes, short_passes, visits, full_visits;
 };
 
-/* One pass, as tb_collector_drain_pass: the clock read it stamps the pass
- * with (a copy needs no time: it is read and left), then every slot. Returns
- * the events copied; *full: whether some ring gave a whole batch. */
-static uint64_t consume_pass(const struct ceiling *o, uint64_t *tails, tb_event *sink, bool *full,
-			     struct pass_stats *st)
+/* One pass, as tb_collector_poll_pass: the clock read it stamps the pass
+ * with, then every slot. Returns the events copied; *full: whether some ring
+ * gave a whole batch. */
+static uint64_t consume_pass(const struct ceiling *o, uint64_t *tails, int64_t *partial_after,
+			     bool whole_only, tb_event *sink, bool *full, struct pass_stats *st)
 {
 	uint64_t got = 0;
-	(void)bench_mono_ns();
+	int64_t now = bench_mono_ns();
 	*full = false;
 	for (int i = 0; i < o->rings_visited; i++) {
-		uint64_t n = consume(o, i, &tails[i], sink);
+		uint64_t n = consume(o, i, &tails[i], &partial_after[i], now, whole_only, sink);
 		got += n;
 		*full |= n == CEIL_BATCH;
 		st->visits += n > 0;
@@ -264,6 +281,7 @@ static int consumer_main(const void *arg, struct bench_procs *ctl, int me)
 	const struct ceiling *o = arg;
 	static tb_event sink[CEIL_SINK];
 	uint64_t tails[BENCH_PROCS_MAX + TB_SEG_DEFAULT_SLOTS] = {0}, consumed = 0;
+	int64_t partial_after[BENCH_PROCS_MAX + TB_SEG_DEFAULT_SLOTS] = {0};
 	struct timespec idle = {0, (long)o->idle_ns};
 	struct pass_stats st = {0, 0, 0, 0};
 	if (bench_pin(o->consumer_cpu) < 0) {
@@ -276,7 +294,7 @@ static int consumer_main(const void *arg, struct bench_procs *ctl, int me)
 	int64_t next_housekeep = bench_mono_ns() + CEIL_HOUSEKEEP_NS;
 	for (;;) {
 		bool stop = __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE) != 0, full;
-		uint64_t got = consume_pass(o, tails, sink, &full, &st);
+		uint64_t got = consume_pass(o, tails, partial_after, !stop, sink, &full, &st);
 		consumed += got;
 		st.passes++;
 		/* tb_collector_run's clock read after each pass, for its interval
