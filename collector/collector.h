@@ -218,9 +218,9 @@ void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
  * hold up the caller (an interval's close, the shutdown) for ever. Returns
  * the events taken. */
 uint64_t tb_collector_drain_all(tb_collector *c);
-/* Add the events the fast path counted per series to the per-metric counts
- * (both halves); drain_all, the interval close and whatever reads the
- * counts call it first. */
+/* Add what the fast path recorded per series (both halves) to the series'
+ * histograms (total, minimum, maximum) and to the per-metric counts;
+ * drain_all, the interval close and whatever reads either call it first. */
 void tb_collector_fold_events(tb_collector *c);
 /* At stop: every parked START/END half is reported unmatched. */
 void tb_collector_expire_all(tb_collector *c);
