@@ -164,6 +164,12 @@ typedef struct tb_collector {
 	int64_t interval_start_ns; /* wall clock start of the current interval */
 	int64_t next_housekeep_ns;
 	bool last_pass_full;    /* the last drain pass took a whole batch from some ring */
+	/* The start of the last drain pass, and the longest time between the
+	 * starts of two passes (monotonic ns) since a close last wrote ring rows:
+	 * how long the rings went unread, for our own work or because the host
+	 * took our CPU. In each ring's sidecar row, so that a drop can be put
+	 * beside the stall that caused it. */
+	int64_t last_pass_ns, longest_gap_ns;
 	/* What the drain does with each event line it has read to its end
 	 * (drain.c): TB_EVICT_NONE (the default: leave it), or flush it from
 	 * every cache. A line left in our cache must be taken back from it

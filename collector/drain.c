@@ -459,6 +459,9 @@ static uint64_t pass(tb_collector *c, bool whole_only)
 	uint64_t total = 0;
 	bool full = false;
 	int64_t now = mono_now();
+	if (c->last_pass_ns && now - c->last_pass_ns > c->longest_gap_ns)
+		c->longest_gap_ns = now - c->last_pass_ns;
+	c->last_pass_ns = now;
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
 		/* a new producer is followed at once (one load per idle slot), not at

@@ -21,7 +21,7 @@
 #include "tailbus/summary.h"
 
 #define LOG_ZLEVEL 9  /* as Java's log writer: smallest lines */
-#define SIDECAR_ROW_MAX 256
+#define SIDECAR_ROW_MAX 384
 
 /* The metric's name as a log tag, read defensively from shared memory. */
 static void metric_tag(const tb_collector *c, uint16_t m, char *out, size_t cap)
@@ -99,15 +99,16 @@ static int encode_merged(tb_collector *c, uint8_t **frame, size_t *frame_len)
 }
 
 static int sidecar_row(tb_growbuf *b, double start, const char *scope, const char *name,
-		       const tb_metric_counts *mc, uint64_t dropped, uint64_t high_water)
+		       const tb_metric_counts *mc, uint64_t dropped, uint64_t high_water,
+		       int64_t gap_ns)
 {
 	if (reserve(b, SIDECAR_ROW_MAX) < 0)
 		return -ENOMEM;
 	int n = snprintf(b->p + b->len, SIDECAR_ROW_MAX,
 			 "%.3f,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 "\n",
 			 start, scope, name, mc->events, dropped, mc->negative, mc->late, mc->clamped,
-			 mc->unmatched_start, mc->unmatched_end, high_water);
+			 mc->unmatched_start, mc->unmatched_end, high_water, gap_ns / 1000);
 	b->len += (size_t)(n < SIDECAR_ROW_MAX ? n : SIDECAR_ROW_MAX - 1);
 	return 0;
 }
@@ -147,10 +148,12 @@ static uint64_t collect_drops(tb_collector *c, uint64_t *drops)
 	return total;
 }
 
-/* Sidecar rows for every ring that did anything this interval. */
-static int slot_rows(tb_collector *c, double start, const uint64_t *drops)
+/* Sidecar rows for every ring that did anything this interval; *rows: how
+ * many. */
+static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int *rows)
 {
 	int rc = 0;
+	*rows = 0;
 	for (uint32_t i = 0; rc == 0 && i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
 		if (!f->interval_events && !drops[i] && !f->bad_events && !f->quarantined)
@@ -165,10 +168,12 @@ static int slot_rows(tb_collector *c, double start, const uint64_t *drops)
 		snprintf(name, sizeof(name), "ring%u:%d:%s%s", i, (int)f->pid, thread,
 			 f->quarantined ? ":quarantined" : "");
 		tb_metric_counts mc = {.events = f->interval_events};
-		rc = sidecar_row(&c->side, start, "ring", name, &mc, drops[i], f->high_water);
+		rc = sidecar_row(&c->side, start, "ring", name, &mc, drops[i], f->high_water,
+				 c->longest_gap_ns);
+		++*rows;
 		if (rc == 0 && f->bad_events) {
 			tb_metric_counts bad = {.events = f->bad_events};
-			rc = sidecar_row(&c->side, start, "ring-bad-events", name, &bad, 0, 0);
+			rc = sidecar_row(&c->side, start, "ring-bad-events", name, &bad, 0, 0, 0);
 		}
 		f->interval_events = 0;
 		f->bad_events = 0;
@@ -203,7 +208,7 @@ static int close_metric(tb_collector *c, uint16_t m, double base, int64_t length
 			return n;
 		c->log.len += (size_t)n;
 	}
-	return sidecar_row(&c->side, start_sec, "metric", tag, mc, 0, 0);
+	return sidecar_row(&c->side, start_sec, "metric", tag, mc, 0, 0, 0);
 }
 
 int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
@@ -212,7 +217,13 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	uint64_t drops[c->seg.layout.slot_count];
 	uint64_t bus_drops = collect_drops(c, drops);
 	c->log.len = c->side.len = 0;
-	int rc = slot_rows(c, (double)c->interval_start_ns / 1e9, drops);
+	int rows;
+	int rc = slot_rows(c, (double)c->interval_start_ns / 1e9, drops, &rows);
+	/* reported: what the close's own passes see goes to the next rows. Not
+	 * reported (no ring did anything): kept for the next rows, so a stall
+	 * that straddles a close, its rings drained only after it, still shows */
+	if (rows > 0)
+		c->longest_gap_ns = 0;
 	/* The drain goes on between metrics: a close takes milliseconds (tens
 	 * the first time a series half is used), long enough to fill a ring at
 	 * full rate. What it takes goes to the next half, as late if it

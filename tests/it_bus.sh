@@ -100,6 +100,7 @@ ring_full() {
 	local bus=full
 	start_collector $bus --ring-events 4096 || return 1
 	kill -STOP "$cpid"
+	sleep 0.3
 	emit $bus --threads 1 --count 100000 --metrics 1 >"$tmp/full.out"
 	kill -CONT "$cpid"
 	sleep 0.3
@@ -113,8 +114,13 @@ ring_full() {
 	side_drops=$(awk -F, '$2=="ring" { s += $5 } END { print s + 0 }' "$tmp/$bus"/log/*.health.csv)
 	[[ $logged -eq $wr ]] || { echo "  logged $logged, written $wr"; return 1; }
 	[[ $side_drops -eq $dr ]] || { echo "  sidecar drops $side_drops, producer drops $dr"; return 1; }
+	# and beside them, how long the rings went unread (the last column, us)
+	local gap
+	gap=$(awk -F, '$2 == "ring" && $12 > m { m = $12 } END { print m + 0 }' "$tmp/$bus"/log/*.health.csv)
+	head -2 "$tmp/$bus"/log/*.health.csv | grep -q ',high_water,longest_gap_us$' || { echo "  sidecar header"; return 1; }
+	[[ $gap -ge 300000 ]] || { echo "  longest gap between passes $gap us, stopped for 300 ms and more"; return 1; }
 }
-check "collector stopped: producer never blocks; written + dropped == attempted; sidecar has the drops" ring_full
+check "collector stopped: producer never blocks; written + dropped == attempted; sidecar has the drops and the stall" ring_full
 
 producer_first() {
 	local bus=order

@@ -347,6 +347,51 @@ static void the_poll_pass_reads_short_rings_only_when_due(void **state)
 			 10 + 10 + TB_COLLECTOR_BATCH + 7 + 5);
 }
 
+/* Each ring's sidecar row says the longest time between two drain passes
+ * since the last close: how long the rings went unread. */
+static void ring_rows_carry_the_longest_gap_between_passes(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	tb_collector_drain_pass(&f->c);
+	struct timespec pause = {0, 200 * 1000 * 1000};
+	nanosleep(&pause, NULL);
+	spans(f, 0, 5, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	int64_t first = f->c.interval_start_ns;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	spans(f, 0, 5, at(f, len + len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	int64_t second = f->c.interval_start_ns;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(tb_writer_flush(f->c.writer), 0);
+	char cmd[256], line[512];
+	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
+	FILE *csv = popen(cmd, "r");
+	assert_non_null(csv);
+	long long gap_first = -1, gap_second = -1;
+	bool header = false;
+	while (fgets(line, sizeof(line), csv)) {
+		if (strcmp(line, TB_SIDECAR_COLUMNS) == 0)
+			header = true;
+		double start;
+		char scope[16];
+		if (sscanf(line, "%lf,%15[^,],", &start, scope) != 2 || strcmp(scope, "ring") != 0)
+			continue;
+		const char *last = strrchr(line, ',');
+		assert_non_null(last);
+		long long gap = atoll(last + 1);
+		if (llround(start * 1e3) == first / 1000000)
+			gap_first = gap;
+		else if (llround(start * 1e3) == second / 1000000)
+			gap_second = gap;
+	}
+	assert_int_equal(pclose(csv), 0);
+	assert_true(header);
+	assert_true(gap_first >= 200000); /* the 200 ms pause, in us */
+	assert_true(gap_second >= 0 && gap_second < 200000); /* the next close starts afresh */
+}
+
 /* The health sidecar's per-metric event counts for the interval that
  * starts at start_ns (wall clock). */
 static void sidecar_events(struct fixture *f, int64_t start_ns, int64_t *events)
@@ -692,6 +737,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_close_after_bare_passes_counts_every_event, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(every_close_counts_its_own_interval, setup, teardown),
+		cmocka_unit_test_setup_teardown(ring_rows_carry_the_longest_gap_between_passes, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(the_poll_pass_reads_short_rings_only_when_due, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
