@@ -78,6 +78,8 @@ static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t len
 	li->p999 = pct[3];
 	li->p9999 = pct[4];
 	li->dropped = bus_drops;
+	li->longest_gap_us = c->close_gap_ns / 1000 > UINT32_MAX ? UINT32_MAX
+								 : (uint32_t)(c->close_gap_ns / 1000);
 	li->hist_len = fits ? (uint32_t)frame_len : 0;
 	if (fits)
 		memcpy((uint8_t *)(li + 1), frame, frame_len);
@@ -169,7 +171,7 @@ static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int *
 			 f->quarantined ? ":quarantined" : "");
 		tb_metric_counts mc = {.events = f->interval_events};
 		rc = sidecar_row(&c->side, start, "ring", name, &mc, drops[i], f->high_water,
-				 c->longest_gap_ns);
+				 c->close_gap_ns);
 		++*rows;
 		if (rc == 0 && f->bad_events) {
 			tb_metric_counts bad = {.events = f->bad_events};
@@ -218,6 +220,7 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	uint64_t bus_drops = collect_drops(c, drops);
 	c->log.len = c->side.len = 0;
 	int rows;
+	c->close_gap_ns = c->longest_gap_ns;
 	int rc = slot_rows(c, (double)c->interval_start_ns / 1e9, drops, &rows);
 	/* reported: what the close's own passes see goes to the next rows. Not
 	 * reported (no ring did anything): kept for the next rows, so a stall

@@ -283,16 +283,24 @@ drops() {
 	local bus=drops att wr dr
 	start_collector $bus --ring-events 4096 || return 1
 	kill -STOP "$cpid"
+	sleep 0.3
 	emit $bus --count 100000 >"$tmp/drops.out"
 	kill -CONT "$cpid"
 	read -r att wr dr <"$tmp/drops.out"
 	[[ $dr -gt 0 ]] || { echo "  nothing dropped ($att $wr $dr)"; return 1; }
 	wait_published $bus m0 "$wr" || return 1
 	run_top $bus --once --json --window 60 >"$tmp/drops.json" || return 1
+	run_top $bus --once --window 60 >"$tmp/drops.txt" || return 1
 	stop_collector "$cpid" || true
-	expect_eq "m0 drops" "$(metric_field "$tmp/drops.json" m0 drops)" "$dr"
+	expect_eq "m0 drops" "$(metric_field "$tmp/drops.json" m0 drops)" "$dr" || return 1
+	# beside them, the stall that caused them: stopped 300 ms and more
+	local gap
+	gap=$(metric_field "$tmp/drops.json" m0 collector_gap_us)
+	[[ $gap -ge 300000 ]] || { echo "  collector_gap_us $gap, want >= 300000"; return 1; }
+	grep -qE '^collector: up to [0-9.]+ (ms|s) between two of its passes' "$tmp/drops.txt" ||
+		{ echo "  no collector gap line:"; cat "$tmp/drops.txt"; return 1; }
 }
-check "drops: the bus's ring drops during the window, exactly as the producer counted them" drops
+check "drops: the bus's ring drops during the window, exactly as the producer counted them, and the collector's stall beside them" drops
 
 # ---- a collector restarted with --fresh replaces the segment under top ----
 fresh() {

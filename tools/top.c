@@ -119,6 +119,7 @@ struct row {
 	bool approximate; /* some interval had only its summary */
 	bool has_drops;   /* false from a log: drops are in its sidecar */
 	uint64_t drops;
+	uint32_t gap_us;  /* the collector's longest gap between passes (with has_drops) */
 	double span_s, rate, age_s, interval_s;
 	const char *error; /* the window could not be read */
 };
@@ -172,6 +173,7 @@ struct window_acc {
 	int64_t count, max;
 	int64_t bound[TB_SUMMARY_PERCENTILES]; /* largest percentiles of summary-only intervals */
 	uint64_t drops;
+	uint32_t gap_us; /* the longest of the intervals' longest_gap_us */
 	int64_t oldest_start_ns, newest_end_ns, newest_length_ns;
 	uint32_t intervals;
 };
@@ -338,6 +340,8 @@ static int read_window_once(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *s
 		previous_start = iv.start_ns;
 		acc_interval(a, iv.start_ns, iv.length_ns);
 		a->drops += iv.dropped;
+		if (iv.longest_gap_us > a->gap_us)
+			a->gap_us = iv.longest_gap_us;
 		if (rc == 1)
 			acc_summary(a, &iv);
 		else if ((rc = acc_hist(a, scratch)) < 0)
@@ -398,6 +402,7 @@ static int bus_rows(struct bus_source *b, uint32_t n, struct snap *sn)
 			acc_finish(&a, r, sn->now_ns);
 		r->has_drops = true;
 		r->drops = a.drops;
+		r->gap_us = a.gap_us;
 		acc_free(&a);
 	}
 	tb_hist_free(&scratch);
@@ -1002,6 +1007,17 @@ static void print_legend(FILE *out, const struct snap *sn, bool approximate)
 	else
 		fprintf(out, "drops: events lost to full rings, whole bus, during the window's "
 			     "intervals\n");
+	uint32_t gap_us = 0;
+	for (size_t i = 0; i < sn->nrows; i++) {
+		if (sn->rows[i].has_drops && sn->rows[i].gap_us > gap_us)
+			gap_us = sn->rows[i].gap_us;
+	}
+	if (gap_us > 0) {
+		char gap[32];
+		fmt_ns(gap, sizeof(gap), (int64_t)gap_us * 1000);
+		fprintf(out, "collector: up to %s between two of its passes over the rings in the "
+			     "window (a ring that fills in less time drops)\n", gap);
+	}
 }
 
 static void print_text(FILE *out, const struct snap *sn)
@@ -1039,9 +1055,10 @@ static void json_row(FILE *out, const struct row *r)
 	else
 		fprintf(out, ",\"max\":null");
 	if (r->has_drops)
-		fprintf(out, ",\"drops\":%" PRIu64, r->drops);
+		fprintf(out, ",\"drops\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32, r->drops,
+			r->gap_us);
 	else
-		fprintf(out, ",\"drops\":null");
+		fprintf(out, ",\"drops\":null,\"collector_gap_us\":null");
 	fprintf(out, ",\"insufficient\":[");
 	for (int p = 0, n = 0; p < TB_SUMMARY_PERCENTILES; p++) {
 		if (r->insufficient[p])

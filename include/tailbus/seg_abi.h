@@ -68,7 +68,7 @@
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
 #define TB_ABI_MAJOR 2u                            /* layout changes: readers refuse */
-#define TB_ABI_MINOR 0u                            /* additions: readers tolerate */
+#define TB_ABI_MINOR 1u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
 
@@ -160,7 +160,10 @@ typedef struct tb_live_interval {
 	int64_t p50, p90, p99, p999, p9999;
 	uint64_t dropped;   /* ring drops on the whole bus during the interval */
 	uint32_t hist_len;  /* 0: the histogram did not fit, summary only */
-	uint32_t reserved;
+	/* ABI 2.1: the longest the collector went between two passes over the
+	 * rings up to this interval's close (since the close before that wrote
+	 * ring rows), microseconds, saturated; 0 from a 2.0 collector */
+	uint32_t longest_gap_us;
 } tb_live_interval;
 
 typedef struct tb_live_metric {
