@@ -243,7 +243,10 @@ int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 	struct timespec idle = {(time_t)(c->cfg.idle_ns / NS_PER_SEC),
 				(long)(c->cfg.idle_ns % NS_PER_SEC)};
 	while (!*stop) {
-		uint64_t n = tb_collector_poll_pass(c);
+		/* --idle-us sleeps after a pass that took nothing, so every pass
+		 * there reads what there is: one that left a short ring alone
+		 * would read as quiet and sleep while that ring fills */
+		uint64_t n = c->cfg.idle_ns > 0 ? tb_collector_drain_pass(c) : tb_collector_poll_pass(c);
 		bool full = c->last_pass_full; /* this pass's: a close below drains too */
 		int64_t mono = clock_ns(CLOCK_MONOTONIC);
 		report_io_error(c, close_due(c, mono + c->clock_offset_ns));

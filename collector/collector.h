@@ -165,11 +165,13 @@ typedef struct tb_collector {
 	int64_t next_housekeep_ns;
 	bool last_pass_full;    /* the last drain pass took a whole batch from some ring */
 	/* The start of the last drain pass, and the longest time between the
-	 * starts of two passes (monotonic ns) since a close last wrote ring rows:
-	 * how long the rings went unread, for our own work or because the host
-	 * took our CPU. In each ring's sidecar row, so that a drop can be put
-	 * beside the stall that caused it. */
+	 * starts of two passes (monotonic ns) since the last close, or the one
+	 * before when the last wrote no ring rows: how long the rings went
+	 * unread, for our own work or because the host took our CPU. In each
+	 * ring's sidecar row, so that a drop can be put beside the stall that
+	 * caused it. */
 	int64_t last_pass_ns, longest_gap_ns;
+	bool gap_kept; /* longest_gap_ns was kept over a close that wrote no ring rows */
 	int64_t close_gap_ns; /* longest_gap_ns as the close in progress reports it */
 	/* What the drain does with each event line it has read to its end
 	 * (drain.c): TB_EVICT_NONE (the default: leave it), or flush it from
@@ -213,11 +215,12 @@ static inline void tb_collector_set_closing(tb_collector *c, bool closing)
 	c->late_before_ns = c->interval_start_ns + (closing ? c->cfg.interval_ns : 0);
 }
 uint64_t tb_collector_drain_pass(tb_collector *c);
-/* The run loop's pass: as tb_collector_drain_pass, but a ring that does not
- * hold a whole batch is read only every TB_COLLECTOR_PARTIAL_NS, so that a
- * caught-up collector does not read the lines its producers are writing on
- * every pass. What waits is read by the next such read, or by the
- * tb_collector_drain_all of the interval's close. */
+/* The busy-polling run loop's pass: as tb_collector_drain_pass, but a ring
+ * that does not hold a whole batch is read only every TB_COLLECTOR_PARTIAL_NS,
+ * so that a caught-up collector does not read the lines its producers are
+ * writing on every pass. What waits is read by the next such read, or by the
+ * tb_collector_drain_all of the interval's close. (With --idle-us the loop
+ * uses tb_collector_drain_pass: it sleeps after a pass that took nothing.) */
 uint64_t tb_collector_poll_pass(tb_collector *c);
 void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
 /* Drain until the rings are empty, or for as many passes as empty full

@@ -106,11 +106,14 @@ static int sidecar_row(tb_growbuf *b, double start, const char *scope, const cha
 {
 	if (reserve(b, SIDECAR_ROW_MAX) < 0)
 		return -ENOMEM;
+	char gap[24] = ""; /* empty where it does not apply */
+	if (gap_ns >= 0)
+		snprintf(gap, sizeof(gap), "%" PRId64, gap_ns / 1000);
 	int n = snprintf(b->p + b->len, SIDECAR_ROW_MAX,
 			 "%.3f,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 "\n",
+			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s\n",
 			 start, scope, name, mc->events, dropped, mc->negative, mc->late, mc->clamped,
-			 mc->unmatched_start, mc->unmatched_end, high_water, gap_ns / 1000);
+			 mc->unmatched_start, mc->unmatched_end, high_water, gap);
 	b->len += (size_t)(n < SIDECAR_ROW_MAX ? n : SIDECAR_ROW_MAX - 1);
 	return 0;
 }
@@ -175,7 +178,7 @@ static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int *
 		++*rows;
 		if (rc == 0 && f->bad_events) {
 			tb_metric_counts bad = {.events = f->bad_events};
-			rc = sidecar_row(&c->side, start, "ring-bad-events", name, &bad, 0, 0, 0);
+			rc = sidecar_row(&c->side, start, "ring-bad-events", name, &bad, 0, 0, -1);
 		}
 		f->interval_events = 0;
 		f->bad_events = 0;
@@ -210,7 +213,7 @@ static int close_metric(tb_collector *c, uint16_t m, double base, int64_t length
 			return n;
 		c->log.len += (size_t)n;
 	}
-	return sidecar_row(&c->side, start_sec, "metric", tag, mc, 0, 0, 0);
+	return sidecar_row(&c->side, start_sec, "metric", tag, mc, 0, 0, -1);
 }
 
 int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
@@ -223,10 +226,16 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	c->close_gap_ns = c->longest_gap_ns;
 	int rc = slot_rows(c, (double)c->interval_start_ns / 1e9, drops, &rows);
 	/* reported: what the close's own passes see goes to the next rows. Not
-	 * reported (no ring did anything): kept for the next rows, so a stall
-	 * that straddles a close, its rings drained only after it, still shows */
-	if (rows > 0)
+	 * reported (no ring did anything): kept for the next close's rows, and
+	 * no further, so that a stall that straddles a close, its rings read
+	 * only after it (a producer that left meanwhile), still shows beside
+	 * them, and one on a quiet bus is not shown beside later traffic */
+	if (rows > 0 || c->gap_kept) {
 		c->longest_gap_ns = 0;
+		c->gap_kept = false;
+	} else {
+		c->gap_kept = true;
+	}
 	/* The drain goes on between metrics: a close takes milliseconds (tens
 	 * the first time a series half is used), long enough to fill a ring at
 	 * full rate. What it takes goes to the next half, as late if it

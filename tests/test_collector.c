@@ -347,49 +347,84 @@ static void the_poll_pass_reads_short_rings_only_when_due(void **state)
 			 10 + 10 + TB_COLLECTOR_BATCH + 7 + 5);
 }
 
-/* Each ring's sidecar row says the longest time between two drain passes
- * since the last close: how long the rings went unread. */
-static void ring_rows_carry_the_longest_gap_between_passes(void **state)
+/* The last column of the sidecar's ring row for the interval that starts
+ * at start_ns, or -1 without one; *metric_empty: whether the metric rows of
+ * that interval leave the column empty. */
+static long long ring_gap(struct fixture *f, int64_t start_ns, bool *metric_empty)
 {
-	struct fixture *f = *state;
-	int64_t len = f->c.cfg.interval_ns;
-	tb_collector_drain_pass(&f->c);
-	struct timespec pause = {0, 200 * 1000 * 1000};
-	nanosleep(&pause, NULL);
-	spans(f, 0, 5, at(f, len / 2), 1000);
-	tb_collector_drain_all(&f->c);
-	int64_t first = f->c.interval_start_ns;
-	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
-	spans(f, 0, 5, at(f, len + len / 2), 1000);
-	tb_collector_drain_all(&f->c);
-	int64_t second = f->c.interval_start_ns;
-	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
 	assert_int_equal(tb_writer_flush(f->c.writer), 0);
 	char cmd[256], line[512];
 	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
 	FILE *csv = popen(cmd, "r");
 	assert_non_null(csv);
-	long long gap_first = -1, gap_second = -1;
+	long long gap = -1;
 	bool header = false;
+	if (metric_empty)
+		*metric_empty = true;
 	while (fgets(line, sizeof(line), csv)) {
 		if (strcmp(line, TB_SIDECAR_COLUMNS) == 0)
 			header = true;
 		double start;
 		char scope[16];
-		if (sscanf(line, "%lf,%15[^,],", &start, scope) != 2 || strcmp(scope, "ring") != 0)
+		if (sscanf(line, "%lf,%15[^,],", &start, scope) != 2 ||
+		    llround(start * 1e3) != start_ns / 1000000)
 			continue;
 		const char *last = strrchr(line, ',');
 		assert_non_null(last);
-		long long gap = atoll(last + 1);
-		if (llround(start * 1e3) == first / 1000000)
-			gap_first = gap;
-		else if (llround(start * 1e3) == second / 1000000)
-			gap_second = gap;
+		if (strcmp(scope, "ring") == 0)
+			gap = atoll(last + 1);
+		else if (strcmp(scope, "metric") == 0 && metric_empty && strcmp(last, ",\n") != 0)
+			*metric_empty = false;
 	}
 	assert_int_equal(pclose(csv), 0);
 	assert_true(header);
-	assert_true(gap_first >= 200000); /* the 200 ms pause, in us */
-	assert_true(gap_second >= 0 && gap_second < 200000); /* the next close starts afresh */
+	return gap;
+}
+
+/* Passes, with a pause of 200 ms between two of them. */
+static void stall(struct fixture *f)
+{
+	tb_collector_drain_pass(&f->c);
+	struct timespec pause = {0, 200 * 1000 * 1000};
+	nanosleep(&pause, NULL);
+	tb_collector_drain_pass(&f->c);
+}
+
+/* Close the current interval; its start. */
+static int64_t close_now(struct fixture *f, bool with_events)
+{
+	int64_t len = f->c.cfg.interval_ns, start = f->c.interval_start_ns;
+	if (with_events)
+		spans(f, 0, 5, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	return start;
+}
+
+/* Each ring's sidecar row says the longest time between two drain passes
+ * since the last close: a stall shows beside the rings' next rows, kept over
+ * one close that wrote none (its rings read only after it), and no further. */
+static void ring_rows_carry_the_longest_gap_between_passes(void **state)
+{
+	struct fixture *f = *state;
+	bool metric_empty = false;
+	stall(f);
+	int64_t first = close_now(f, true);
+	assert_true(ring_gap(f, first, &metric_empty) >= 200000); /* the pause, in us */
+	assert_true(metric_empty);                                /* not a ring's figure */
+	int64_t second = close_now(f, true);
+	long long g = ring_gap(f, second, NULL);
+	assert_true(g >= 0 && g < 200000); /* each close starts afresh */
+	stall(f);
+	close_now(f, false); /* no ring did anything: no rows */
+	int64_t fourth = close_now(f, true);
+	assert_true(ring_gap(f, fourth, NULL) >= 200000); /* kept for the next rows */
+	stall(f);
+	close_now(f, false);
+	close_now(f, false);
+	int64_t seventh = close_now(f, true);
+	g = ring_gap(f, seventh, NULL);
+	assert_true(g >= 0 && g < 200000); /* but over one close only */
 }
 
 /* The health sidecar's per-metric event counts for the interval that

@@ -1009,7 +1009,7 @@ static void print_legend(FILE *out, const struct snap *sn, bool approximate)
 			     "intervals\n");
 	uint32_t gap_us = 0;
 	for (size_t i = 0; i < sn->nrows; i++) {
-		if (sn->rows[i].has_drops && sn->rows[i].gap_us > gap_us)
+		if (sn->rows[i].has_drops && !sn->rows[i].error && sn->rows[i].gap_us > gap_us)
 			gap_us = sn->rows[i].gap_us;
 	}
 	if (gap_us > 0) {
@@ -1054,7 +1054,7 @@ static void json_row(FILE *out, const struct row *r)
 		fprintf(out, ",\"max\":%" PRId64, r->max);
 	else
 		fprintf(out, ",\"max\":null");
-	if (r->has_drops)
+	if (r->has_drops && !r->error)
 		fprintf(out, ",\"drops\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32, r->drops,
 			r->gap_us);
 	else

@@ -294,7 +294,9 @@ static int consumer_main(const void *arg, struct bench_procs *ctl, int me)
 	int64_t next_housekeep = bench_mono_ns() + CEIL_HOUSEKEEP_NS;
 	for (;;) {
 		bool stop = __atomic_load_n(&ctl->stop, __ATOMIC_ACQUIRE) != 0, full;
-		uint64_t got = consume_pass(o, tails, partial_after, !stop, sink, &full, &st);
+		/* tailbusd --idle-us reads short rings on every pass, as here */
+		uint64_t got = consume_pass(o, tails, partial_after, !stop && o->idle_ns == 0, sink, &full,
+					    &st);
 		consumed += got;
 		st.passes++;
 		/* tb_collector_run's clock read after each pass, for its interval
