@@ -15,6 +15,7 @@
 #include "tailbus/codec.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,12 +182,34 @@ int tb_v2_encode_inner(const tb_hist *h, uint8_t *buf, size_t cap, size_t *len)
 static __thread z_stream tls_zs;
 static __thread int tls_zs_level = -2; /* -2: not initialised */
 
+/* A thread that ends frees its stream: a key whose destructor ends it (the
+ * key's value is the thread's own tls_zs). */
+static pthread_key_t zs_key;
+static pthread_once_t zs_key_once = PTHREAD_ONCE_INIT;
+static int zs_key_rc = -1;
+
+static void end_deflater(void *zs)
+{
+	deflateEnd(zs);
+	tls_zs_level = -2;
+}
+
+static void make_zs_key(void)
+{
+	zs_key_rc = pthread_key_create(&zs_key, end_deflater);
+}
+
 static z_stream *deflater(int level)
 {
 	if (tls_zs_level == -2) {
+		pthread_once(&zs_key_once, make_zs_key);
 		memset(&tls_zs, 0, sizeof(tls_zs));
 		if (deflateInit(&tls_zs, level) != Z_OK)
 			return NULL;
+		/* without the key the stream lives as long as the thread's
+		 * memory: correct, only not freed when the thread ends */
+		if (zs_key_rc == 0)
+			(void)pthread_setspecific(zs_key, &tls_zs);
 		tls_zs_level = level;
 		return &tls_zs;
 	}
