@@ -172,7 +172,6 @@ typedef struct tb_collector {
 	 * caused it. */
 	int64_t last_pass_ns, longest_gap_ns;
 	bool gap_kept; /* longest_gap_ns was kept over a close that wrote no ring rows */
-	int64_t close_gap_ns; /* longest_gap_ns as the close in progress reports it */
 	/* What the drain does with each event line it has read to its end
 	 * (drain.c): TB_EVICT_NONE (the default: leave it), or flush it from
 	 * every cache. A line left in our cache must be taken back from it

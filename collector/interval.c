@@ -55,7 +55,7 @@ static int reserve(tb_growbuf *b, size_t more)
 /* Publish the merged histogram's summary, and its compressed frame when it
  * fits, under the metric's sequence counter. */
 static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t length,
-			 uint64_t bus_drops, const uint8_t *frame, size_t frame_len)
+			 uint64_t bus_drops, int64_t gap_ns, const uint8_t *frame, size_t frame_len)
 {
 	tb_live_metric *lm = tb_seg_live(&c->seg, m);
 	uint32_t k = lm->count == 0 ? 0 : (lm->newest + 1) % c->seg.layout.live_intervals;
@@ -78,8 +78,7 @@ static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t len
 	li->p999 = pct[3];
 	li->p9999 = pct[4];
 	li->dropped = bus_drops;
-	li->longest_gap_us = c->close_gap_ns / 1000 > UINT32_MAX ? UINT32_MAX
-								 : (uint32_t)(c->close_gap_ns / 1000);
+	li->longest_gap_us = gap_ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(gap_ns / 1000);
 	li->hist_len = fits ? (uint32_t)frame_len : 0;
 	if (fits)
 		memcpy((uint8_t *)(li + 1), frame, frame_len);
@@ -153,9 +152,10 @@ static uint64_t collect_drops(tb_collector *c, uint64_t *drops)
 	return total;
 }
 
-/* Sidecar rows for every ring that did anything this interval; *rows: how
- * many. */
-static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int *rows)
+/* Sidecar rows for every ring that did anything this interval, with the
+ * collector's longest gap between passes; *rows: how many. */
+static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int64_t gap_ns,
+		     int *rows)
 {
 	int rc = 0;
 	*rows = 0;
@@ -173,8 +173,7 @@ static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int *
 		snprintf(name, sizeof(name), "ring%u:%d:%s%s", i, (int)f->pid, thread,
 			 f->quarantined ? ":quarantined" : "");
 		tb_metric_counts mc = {.events = f->interval_events};
-		rc = sidecar_row(&c->side, start, "ring", name, &mc, drops[i], f->high_water,
-				 c->close_gap_ns);
+		rc = sidecar_row(&c->side, start, "ring", name, &mc, drops[i], f->high_water, gap_ns);
 		++*rows;
 		if (rc == 0 && f->bad_events) {
 			tb_metric_counts bad = {.events = f->bad_events};
@@ -189,7 +188,7 @@ static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int *
 
 /* One metric: merge, publish, log line, sidecar row. */
 static int close_metric(tb_collector *c, uint16_t m, double base, int64_t length_ns,
-			uint64_t bus_drops)
+			uint64_t bus_drops, int64_t gap_ns)
 {
 	tb_metric_counts *mc = &c->counts[c->cur][m];
 	int64_t start = c->interval_start_ns;
@@ -202,7 +201,7 @@ static int close_metric(tb_collector *c, uint16_t m, double base, int64_t length
 	int rc = encode_merged(c, &frame, &frame_len);
 	if (rc < 0)
 		return rc;
-	publish_live(c, m, start, length_ns, bus_drops, frame, frame_len);
+	publish_live(c, m, start, length_ns, bus_drops, gap_ns, frame, frame_len);
 	if (tb_hist_total(&c->merged) > 0) {
 		if (reserve(&c->log, tb_log_line_bound(&c->merged)) < 0)
 			return -ENOMEM;
@@ -223,8 +222,8 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	uint64_t bus_drops = collect_drops(c, drops);
 	c->log.len = c->side.len = 0;
 	int rows;
-	c->close_gap_ns = c->longest_gap_ns;
-	int rc = slot_rows(c, (double)c->interval_start_ns / 1e9, drops, &rows);
+	int64_t gap_ns = c->longest_gap_ns; /* what this close reports */
+	int rc = slot_rows(c, (double)c->interval_start_ns / 1e9, drops, gap_ns, &rows);
 	/* reported: what the close's own passes see goes to the next rows. Not
 	 * reported (no ring did anything): kept for the next close's rows, and
 	 * no further, so that a stall that straddles a close, its rings read
@@ -245,7 +244,7 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	for (uint32_t m = 0; rc == 0 && m < c->seg.layout.metric_capacity; m++) {
 		tb_metric_counts *mc = &c->counts[c->cur][m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
-			rc = close_metric(c, (uint16_t)m, base, length_ns, bus_drops);
+			rc = close_metric(c, (uint16_t)m, base, length_ns, bus_drops, gap_ns);
 			if (!c->stopping)
 				tb_collector_drain_pass(c);
 		}

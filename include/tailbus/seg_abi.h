@@ -161,8 +161,9 @@ typedef struct tb_live_interval {
 	uint64_t dropped;   /* ring drops on the whole bus during the interval */
 	uint32_t hist_len;  /* 0: the histogram did not fit, summary only */
 	/* ABI 2.1: the longest the collector went between two passes over the
-	 * rings up to this interval's close (since the close before that wrote
-	 * ring rows), microseconds, saturated; 0 from a 2.0 collector */
+	 * rings up to this interval's close, since the close before (or the one
+	 * before that, if it wrote no ring rows), microseconds, saturated; 0
+	 * from a 2.0 collector */
 	uint32_t longest_gap_us;
 } tb_live_interval;
 
