@@ -104,8 +104,8 @@ static int alloc_state(tb_collector *c)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
 		c->slots[i].t.series_of = calloc(TB_MAX_METRICS, sizeof(tb_series *));
-		c->slots[i].t.fast_of[0] = calloc(TB_MAX_METRICS, sizeof(tb_series_fast *));
-		c->slots[i].t.fast_of[1] = calloc(TB_MAX_METRICS, sizeof(tb_series_fast *));
+		c->slots[i].t.fast_of[0] = calloc(TB_FAST_ENTRIES, sizeof(tb_series_fast *));
+		c->slots[i].t.fast_of[1] = calloc(TB_FAST_ENTRIES, sizeof(tb_series_fast *));
 		if (!c->slots[i].t.series_of || !c->slots[i].t.fast_of[0] || !c->slots[i].t.fast_of[1])
 			return -ENOMEM;
 	}

@@ -81,6 +81,24 @@ typedef struct tb_series_fast {
 	uint64_t min_m1; /* the smallest non-zero one less 1; UINT64_MAX: none */
 } tb_series_fast;
 
+/* The fast path looks an event up by the low bits of its first word as
+ * they are: metric id, lap bit and kind (seg_abi.h). Only a SPAN written
+ * with lap bit 1 has an entry, at tb_fast_entry(metric); the rest are NULL.
+ * An event is the fast path's if its entry is not NULL, so that one load
+ * checks that it is written in the pass the drain expects, that it is a
+ * SPAN and that its metric has a series on the ring. For a pass that
+ * expects lap bit 0 the drain reads the table from TB_LAP_BIT entries on:
+ * a SPAN of that pass then finds its metric's entry, and any other word
+ * (an event from the pass before included) lands on an entry that is NULL,
+ * which is why the table has TB_LAP_BIT entries more than the index
+ * reaches. */
+#define TB_FAST_INDEX_MASK ((TB_MAX_METRICS << TB_METRIC_SHIFT) - 1)
+#define TB_FAST_ENTRIES (TB_FAST_INDEX_MASK + 1 + TB_LAP_BIT)
+static inline size_t tb_fast_entry(uint16_t metric)
+{
+	return ((size_t)metric << TB_METRIC_SHIFT) | TB_LAP_BIT | TB_EV_SPAN;
+}
+
 typedef struct tb_series {
 	uint32_t slot;
 	uint16_t metric;
@@ -103,12 +121,12 @@ typedef struct tb_slot_follow {
 	uint32_t high_water;    /* most events waiting, this interval */
 	int64_t partial_after_ns; /* monotonic: tb_collector_poll_pass reads short again from then */
 	char reason[96];        /* why it was quarantined */
-	/* metric id -> its series on this ring, or NULL, and the same to the
-	 * fast path's record of each half of the series. Every 14-bit id has an
-	 * entry (three tables of 128 KiB a slot, only the pages of ids seen
-	 * touched), so the drain looks up any event's id without a range check.
-	 * Allocated at open for the collector's life: whatever resets the rest
-	 * of this struct keeps them. */
+	/* metric id -> its series on this ring, or NULL; and for the fast
+	 * path, an event's first word -> its series' record of each half
+	 * (TB_FAST_ENTRIES, below). Every 14-bit id has an entry, so the drain
+	 * looks up any event without a range check; only the pages of ids
+	 * seen are touched. Allocated at open for the collector's life:
+	 * whatever resets the rest of this struct keeps them. */
 	struct tb_slot_tables {
 		tb_series **series_of;
 		tb_series_fast **fast_of[2];

@@ -144,7 +144,7 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 	f->t.series_of[metric] = s;
 	for (int h = 0; h < 2; h++) {
 		s->fast[h] = (tb_series_fast){.counts = s->hist[h].counts, .min_m1 = UINT64_MAX};
-		f->t.fast_of[h][metric] = &s->fast[h];
+		f->t.fast_of[h][tb_fast_entry(metric)] = &s->fast[h];
 	}
 	return s;
 }
@@ -265,7 +265,7 @@ static const tb_hist series_shape = {
 
 typedef struct fast_path {
 	uint64_t from, span; /* completion, monotonic ns: from + [0, span) */
-	tb_series_fast **fast_of; /* the ring's series, their current half */
+	tb_series_fast **fast_of; /* the ring's table for the current half */
 } fast_path;
 
 static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_path *fp)
@@ -291,21 +291,42 @@ static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_p
 	}
 }
 
-/* The fast path for one SPAN (its kind checked by the caller). False:
- * nothing recorded, decode() takes it. What tb_hist_record_in_range would
- * do, but for the counts into the series' fast record, which
- * tb_collector_fold_events adds to the histogram and the per-metric count. */
-static inline bool fast_record(const fast_path *fp, uint64_t w0, uint64_t w1)
+/* The fast path's table for a pass over the ring whose lap bit is `want`
+ * (TB_FAST_ENTRIES in collector.h). */
+static inline tb_series_fast *const *fast_table(const fast_path *fp, uint64_t want)
 {
-	tb_series_fast *s = fp->fast_of[(w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1)];
+	return fp->fast_of + (TB_LAP_BIT - want);
+}
+
+/* tb__hist_index for series_shape, in fewer steps: with e the top bit of
+ * (v | sub-bucket mask), v >> (e - half magnitude) is (v << half
+ * magnitude) >> e, which cannot overflow for v <= H < 2^53; the constant
+ * left over goes into the address. */
+static inline size_t series_index(uint64_t v)
+{
+	unsigned e = 63u ^ (unsigned)__builtin_clzll(v | TB_SERIES_SUB_MASK); /* 63 - clz: one bsr */
+	return ((size_t)e << TB_SERIES_HALF_MAG) + ((v << TB_SERIES_HALF_MAG) >> e) -
+	       ((size_t)TB_SERIES_HALF_MAG << TB_SERIES_HALF_MAG);
+}
+_Static_assert(TB_SERIES_UNIT_MAG == 0 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
+	       "series_index: unit magnitude 0, (v << half magnitude) in 64 bits");
+
+/* The fast path for one event, its entry s (NULL: not the fast path's, by
+ * the table). False: nothing recorded, the caller takes it one at a time.
+ * What tb_hist_record_in_range would do, but for the counts into the
+ * series' fast record, which tb_collector_fold_events adds to the histogram
+ * and the per-metric count. */
+static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t w0, uint64_t w1)
+{
 	int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
+	uint64_t done = w1 + (uint64_t)latency;
 	/* latency in [0, H] and its completion in [from, from + span), each as
 	 * one unsigned compare. A sum past INT64_MAX (which decode() saturates)
 	 * wraps to at least 2^63 here: never in range, since 0 <= from <
 	 * from + span <= INT64_MAX. */
 	if (TB_LIKELY(s != NULL && (uint64_t)latency <= (uint64_t)series_shape.highest &&
-		      w1 + (uint64_t)latency - fp->from < fp->span)) {
-		s->counts[tb__hist_index(&series_shape, latency)]++;
+		      done - fp->from < fp->span)) {
+		s->counts[series_index((uint64_t)latency)]++;
 		s->events++;
 		if (latency > s->max)
 			s->max = latency;
@@ -317,14 +338,14 @@ static inline bool fast_record(const fast_path *fp, uint64_t w0, uint64_t w1)
 	return false;
 }
 
-/* One SPAN of a line whose first words were all read (with acquire): its
- * second word now, then the fast path or decode(). */
-static inline void line_event(tb_collector *c, uint32_t slot, const fast_path *fp, uint64_t w0,
-			      const tb_event *ev, int64_t now_mono)
+/* One event by the fast path, if its entry in `tab` says it is one: its
+ * first word loaded with acquire, then its second. */
+static inline bool fast_event(const fast_path *fp, tb_series_fast *const *tab, const tb_event *ev)
 {
+	uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
+	tb_series_fast *s = tab[w0 & TB_FAST_INDEX_MASK];
 	uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
-	if (TB_UNLIKELY(!fast_record(fp, w0, w1)))
-		decode(c, slot, w0, w1, now_mono);
+	return fast_record(fp, s, w0, w1);
 }
 
 _Static_assert(TB_RING_HEADER_SIZE % 64 == 0 && sizeof(tb_event) == 16,
@@ -381,37 +402,33 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 		if (run > limit - n)
 			run = limit - n;
 		const tb_event *ev = &events[at], *end = ev + run;
-		uint64_t want = tb_lap_bit(cons, log2); /* and kind SPAN, 0 */
+		uint64_t want = tb_lap_bit(cons, log2);
+		tb_series_fast *const *tab = fast_table(&fp, want);
 		while (ev < end) {
-			/* Whole lines: their four first words say at once whether
-			 * all four events are written in this pass and SPANs (each
-			 * loaded with acquire before its second word). Only SPANs
-			 * come this way: START and END, whose joins depend on their
-			 * order, go one at a time below, in ring order. */
-			if (((uintptr_t)ev & (TB_CACHELINE - 1)) == 0) {
-				for (; end - ev >= 4; ev += 4) {
-					uint64_t a = __atomic_load_n(&ev[0].w0, __ATOMIC_ACQUIRE);
-					uint64_t b = __atomic_load_n(&ev[1].w0, __ATOMIC_ACQUIRE);
-					uint64_t x = __atomic_load_n(&ev[2].w0, __ATOMIC_ACQUIRE);
-					uint64_t y = __atomic_load_n(&ev[3].w0, __ATOMIC_ACQUIRE);
-					if (((a ^ want) | (b ^ want) | (x ^ want) | (y ^ want)) &
-					    (TB_LAP_BIT | TB_KIND_MASK))
+			/* Four at a time while the fast path takes them; its table
+			 * entry says per event that it is written in this pass and
+			 * a SPAN. Any other event goes one at a time below, in ring
+			 * order (START and END, whose joins depend on it, too). */
+			for (; end - ev >= 4; ev += 4) {
+				unsigned j = 0;
+#pragma GCC unroll 4
+				for (; j < 4; j++)
+					if (TB_UNLIKELY(!fast_event(&fp, tab, &ev[j])))
 						break;
-					line_event(c, i, &fp, a, &ev[0], now_mono);
-					line_event(c, i, &fp, b, &ev[1], now_mono);
-					line_event(c, i, &fp, x, &ev[2], now_mono);
-					line_event(c, i, &fp, y, &ev[3], now_mono);
-				}
-				if (ev == end)
+				if (TB_UNLIKELY(j < 4)) {
+					ev += j;
 					break;
+				}
 			}
-			/* one event: the rest of a line, or one that is not all SPANs
-			 * written in this pass */
+			if (ev == end)
+				break;
+			/* one event: one the fast path did not take, or of the last
+			 * three of a run */
 			uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
 			if ((w0 & TB_LAP_BIT) != want)
 				break; /* not written yet in this pass */
 			uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
-			if ((w0 & TB_KIND_MASK) != TB_EV_SPAN || !fast_record(&fp, w0, w1))
+			if (!fast_record(&fp, tab[w0 & TB_FAST_INDEX_MASK], w0, w1))
 				decode(c, i, w0, w1, now_mono);
 			ev++;
 		}
