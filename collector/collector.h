@@ -91,7 +91,9 @@ typedef struct tb_series_fast {
  * a SPAN of that pass then finds its metric's entry, and any other word
  * (an event from the pass before included) lands on an entry that is NULL,
  * which is why the table has TB_LAP_BIT entries more than the index
- * reaches. */
+ * reaches. Each id's entry has a 64-byte line to itself, so a ring that
+ * records many ids spread over the id space touches more lines and pages
+ * of the table than 8-byte entries side by side would. */
 #define TB_FAST_INDEX_MASK ((TB_MAX_METRICS << TB_METRIC_SHIFT) - 1)
 #define TB_FAST_ENTRIES (TB_FAST_INDEX_MASK + 1 + TB_LAP_BIT)
 static inline size_t tb_fast_entry(uint16_t metric)
@@ -123,10 +125,11 @@ typedef struct tb_slot_follow {
 	char reason[96];        /* why it was quarantined */
 	/* metric id -> its series on this ring, or NULL; and for the fast
 	 * path, an event's first word -> its series' record of each half
-	 * (TB_FAST_ENTRIES, below). Every 14-bit id has an entry, so the drain
-	 * looks up any event without a range check; only the pages of ids
-	 * seen are touched. Allocated at open for the collector's life:
-	 * whatever resets the rest of this struct keeps them. */
+	 * (TB_FAST_ENTRIES, above). Every 14-bit id has an entry, so the drain
+	 * looks up any event without a range check: 128 KiB for series_of and
+	 * 1 MiB for each fast_of a slot, of which only the pages of ids seen
+	 * are touched. Allocated at open for the collector's life: whatever
+	 * resets the rest of this struct keeps them. */
 	struct tb_slot_tables {
 		tb_series **series_of;
 		tb_series_fast **fast_of[2];

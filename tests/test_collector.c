@@ -284,6 +284,24 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].events, 12);
 }
 
+/* In the second pass over the ring, which expects lap bit 0 (the fast
+ * path's table read from TB_LAP_BIT entries on), SPANs of a metric with a
+ * series are the fast path's too. */
+static void the_second_pass_takes_the_fast_path(void **state)
+{
+	struct fixture *f = *state;
+	int cur = f->c.cur;
+	uint32_t cap = f->c.seg.layout.ring_capacity;
+	uint64_t done = at(f, f->c.cfg.interval_ns / 2);
+	spans(f, 1, (int)cap, done, 1000);
+	tb_collector_drain_all(&f->c);
+	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
+	assert_non_null(s);
+	spans(f, 1, 10, done, 1000);
+	assert_int_equal(tb_collector_drain_pass(&f->c), 10);
+	assert_int_equal(s->fast[cur].events, 10);
+}
+
 /* An interval that began before the producers' clock's zero (a long one,
  * soon after boot) still has its events taken by the fast path, and
  * counted as decode() counts them. */
@@ -643,7 +661,7 @@ static uint64_t xorshift(uint64_t *x)
 #define STREAM 3000
 
 /* SPANs, and where mark[k] a MARK (a reserved kind: counted bad) in the
- * middle of them, so that a line of events is not always all SPANs */
+ * middle of them, so that the fast path's run of SPANs breaks off */
 static void write_stream(tb_producer *p, const tb_metric_t *m, const uint64_t *intended,
 			 const uint64_t *done, const bool *mark)
 {
@@ -656,7 +674,13 @@ static void write_stream(tb_producer *p, const tb_metric_t *m, const uint64_t *i
 	}
 }
 
-static void the_drain_records_as_decode_does(void **state)
+/* The stream of every case, drained by decode() alone from one ring and by
+ * the drain from another, after `prefill` SPANs on each: 0, the stream in
+ * the first pass over the ring; part of a ring, across its end; a whole
+ * ring, all in the second pass, the drain stopping at a slot that holds a
+ * first pass's event of id 16383 (the last entries of the fast path's
+ * table). */
+static void drain_matches_decode(void **state, uint32_t prefill)
 {
 	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns;
@@ -709,13 +733,38 @@ static void the_drain_records_as_decode_does(void **state)
 			qms[k] = qm[0];
 		}
 	}
-	tb_metric_counts before[2][METRICS];
+	tb_metric_counts before[2][METRICS], base[2][METRICS];
+	uint32_t rcap = f->c.seg.layout.ring_capacity;
+	assert_true(prefill <= rcap);
+	uint64_t bad0 = 0;
+	if (prefill) {
+		/* both rings: SPANs in range of metrics with a series, but at the
+		 * slot where the drain will stop after a whole ring: id 16383 */
+		uint64_t pd = at(f, len / 2);
+		for (uint32_t k = 0; k < prefill; k++) {
+			bool u = prefill == rcap && k == (prefill + STREAM) % rcap;
+			tb_metric_t a = u ? unknown[1] : f->m[k % METRICS], b = u ? unknown[1] : qm[k % METRICS];
+			tb_span(f->p, a, pd - 1000, pd);
+			tb_span(q, b, pd - 1000, pd);
+		}
+		tb_collector_drain_all(&f->c);
+		bad0 = f->c.slots[f->p->slot].bad_events;
+		assert_int_equal(f->c.slots[q->slot].bad_events, bad0);
+	}
+	for (int h = 0; h < 2; h++)
+		for (int m = 0; m < METRICS; m++)
+			base[h][m] = f->c.counts[h][tb_metric_id(f->m[m])];
 	f->c.decode_only = true;
 	write_stream(f->p, pm, intended, done, mark);
 	tb_collector_drain_all(&f->c);
 	for (int h = 0; h < 2; h++) {
-		for (int m = 0; m < METRICS; m++)
+		for (int m = 0; m < METRICS; m++) {
 			before[h][m] = f->c.counts[h][tb_metric_id(f->m[m])];
+			before[h][m].events -= base[h][m].events;
+			before[h][m].negative -= base[h][m].negative;
+			before[h][m].late -= base[h][m].late;
+			before[h][m].clamped -= base[h][m].clamped;
+		}
 	}
 	f->c.decode_only = false;
 	f->c.evict = tb_evict_method(); /* flushing the lines read changes nothing read */
@@ -723,20 +772,21 @@ static void the_drain_records_as_decode_does(void **state)
 	tb_collector_drain_all(&f->c);
 	uint32_t s0 = f->p->slot, s1 = q->slot;
 	assert_int_not_equal(s0, s1);
-	assert_int_equal(f->c.slots[s0].interval_events, STREAM);
-	assert_int_equal(f->c.slots[s1].interval_events, STREAM);
+	assert_int_equal(f->c.slots[s0].interval_events, STREAM + prefill);
+	assert_int_equal(f->c.slots[s1].interval_events, STREAM + prefill);
 	uint64_t marks = 0;
 	for (int k = 0; k < STREAM; k++)
 		marks += mark[k];
-	assert_true(marks > 0 && f->c.slots[s0].bad_events > marks); /* and the unknown ids */
+	assert_true(marks > 0 && f->c.slots[s0].bad_events - bad0 > marks); /* and the unknown ids */
 	assert_int_equal(f->c.slots[s1].bad_events, f->c.slots[s0].bad_events);
 	for (int h = 0; h < 2; h++) {
 		for (int m = 0; m < METRICS; m++) {
-			const tb_metric_counts *a = &before[h][m], *b = &f->c.counts[h][tb_metric_id(f->m[m])];
-			assert_int_equal(b->events, 2 * a->events);
-			assert_int_equal(b->negative, 2 * a->negative);
-			assert_int_equal(b->late, 2 * a->late);
-			assert_int_equal(b->clamped, 2 * a->clamped);
+			const tb_metric_counts *a = &before[h][m], *b = &f->c.counts[h][tb_metric_id(f->m[m])],
+					       *z = &base[h][m];
+			assert_int_equal(b->events - z->events, 2 * a->events);
+			assert_int_equal(b->negative - z->negative, 2 * a->negative);
+			assert_int_equal(b->late - z->late, 2 * a->late);
+			assert_int_equal(b->clamped - z->clamped, 2 * a->clamped);
 		}
 		/* every case was there to compare */
 		const tb_metric_counts *m0 = &before[h][0];
@@ -760,6 +810,21 @@ static void the_drain_records_as_decode_does(void **state)
 		assert_true(a->hist[f->c.cur].total > 0 && a->hist[f->c.cur ^ 1].total > 0);
 	}
 	tb_detach(q);
+}
+
+static void the_drain_records_as_decode_does(void **state)
+{
+	drain_matches_decode(state, 0);
+}
+
+static void the_drain_records_as_decode_does_across_the_ring_end(void **state)
+{
+	drain_matches_decode(state, 2000);
+}
+
+static void the_drain_records_as_decode_does_in_the_second_pass(void **state)
+{
+	drain_matches_decode(state, 4096);
 }
 
 int main(void)
@@ -786,6 +851,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_gone_or_reused_owner_frees_its_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_second_pass_takes_the_fast_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does_across_the_ring_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does_in_the_second_pass, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_spoiled_event_does_not_stall_the_ring, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
