@@ -79,9 +79,12 @@ static int alloc_series(tb_collector *c)
 		c->series_counts = NULL;
 		return -ENOMEM;
 	}
-	c->series = calloc(c->cfg.max_series, sizeof(*c->series));
+	/* element 0 holds the fast path's "none" record (zeroed: limit 0) */
+	c->series = calloc((size_t)c->cfg.max_series + 1, sizeof(*c->series));
 	if (!c->series)
 		return -ENOMEM;
+	c->fast_none = (const char *)&c->series[0].fast[0];
+	c->series++;
 	for (uint32_t k = 0; k < c->cfg.max_series; k++) {
 		for (int half = 0; half < 2; half++) {
 			int64_t *counts = c->series_counts + ((size_t)k * 2 + (size_t)half) * (size_t)len;
@@ -104,8 +107,8 @@ static int alloc_state(tb_collector *c)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
 		c->slots[i].t.series_of = calloc(TB_MAX_METRICS, sizeof(tb_series *));
-		c->slots[i].t.fast_of[0] = calloc(TB_FAST_ENTRIES, sizeof(tb_series_fast *));
-		c->slots[i].t.fast_of[1] = calloc(TB_FAST_ENTRIES, sizeof(tb_series_fast *));
+		c->slots[i].t.fast_of[0] = calloc(TB_FAST_ENTRIES, sizeof(uint32_t));
+		c->slots[i].t.fast_of[1] = calloc(TB_FAST_ENTRIES, sizeof(uint32_t));
 		if (!c->slots[i].t.series_of || !c->slots[i].t.fast_of[0] || !c->slots[i].t.fast_of[1])
 			return -ENOMEM;
 	}
@@ -127,6 +130,8 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	c->cfg = *cfg;
 	c->lock_fd = -1;
 	c->evict = cfg->evict_lines ? tb_evict_method() : TB_EVICT_NONE;
+	if (((size_t)cfg->max_series + 1) * sizeof(tb_series) > TB_FAST_OFFSET_MAX)
+		return fail(why, "max_series: more series than the drain's fast path can address", -EINVAL);
 	if (cfg->fresh)
 		tb_seg_unlink(cfg->dir, cfg->bus);
 	int rc = tb_seg_open(&c->seg, cfg->dir, cfg->bus, &cfg->seg, TB_SEG_CREATE, why);
@@ -278,7 +283,8 @@ void tb_collector_close(tb_collector *c)
 	free(c->counts[0]);
 	free(c->counts[1]);
 	free(c->metric_ready);
-	free(c->series);
+	if (c->series)
+		free(c->series - 1);
 	if (c->series_counts)
 		munmap(c->series_counts, c->series_counts_bytes);
 	tb_hist_free(&c->merged);

@@ -79,21 +79,24 @@ typedef struct tb_series_fast {
 	uint64_t events; /* recorded since the last fold */
 	int64_t max;     /* the largest value among them, 0 if none */
 	uint64_t min_m1; /* the smallest non-zero one less 1; UINT64_MAX: none */
+	uint64_t limit;  /* H + 1; 0 in the record that stands for "none" */
 } tb_series_fast;
 
 /* The fast path looks an event up by the low bits of its first word as
- * they are: metric id, lap bit and kind (seg_abi.h). Only a SPAN written
- * with lap bit 1 has an entry, at tb_fast_entry(metric); the rest are NULL.
- * An event is the fast path's if its entry is not NULL, so that one load
- * checks that it is written in the pass the drain expects, that it is a
- * SPAN and that its metric has a series on the ring. For a pass that
- * expects lap bit 0 the drain reads the table from TB_LAP_BIT entries on:
- * a SPAN of that pass then finds its metric's entry, and any other word
- * (an event from the pass before included) lands on an entry that is NULL,
+ * they are: metric id, lap bit and kind (seg_abi.h). An entry is the byte
+ * offset of a series half's fast record from c->fast_none, a record whose
+ * limit no duration is below, so that entry 0 (what calloc gives) means
+ * "not the fast path's" with no test of its own. Only a SPAN written with
+ * lap bit 1 has an entry other than 0, at tb_fast_entry(metric). So one
+ * load checks that an event is written in the pass the drain expects, that
+ * it is a SPAN and that its metric has a series on the ring. For a pass
+ * that expects lap bit 0 the drain reads the table from TB_LAP_BIT entries
+ * on: a SPAN of that pass then finds its metric's entry, and any other word
+ * (an event from the pass before included) lands on an entry that is 0,
  * which is why the table has TB_LAP_BIT entries more than the index
- * reaches. Each id's entry has a 64-byte line to itself, so a ring that
- * records many ids spread over the id space touches more lines and pages
- * of the table than 8-byte entries side by side would. */
+ * reaches. Each id's entry has 32 bytes to itself, so a ring that records
+ * many ids spread over the id space touches more lines and pages of the
+ * table than entries side by side would. */
 #define TB_FAST_INDEX_MASK ((TB_MAX_METRICS << TB_METRIC_SHIFT) - 1)
 #define TB_FAST_ENTRIES (TB_FAST_INDEX_MASK + 1 + TB_LAP_BIT)
 static inline size_t tb_fast_entry(uint16_t metric)
@@ -107,6 +110,9 @@ typedef struct tb_series {
 	tb_hist hist[2]; /* [cur], [cur ^ 1] */
 	tb_series_fast fast[2];
 } tb_series;
+/* Every fast record lies within this of c->fast_none (tb_collector_open
+ * refuses a pool of series larger). */
+#define TB_FAST_OFFSET_MAX UINT32_MAX
 
 typedef struct tb_slot_follow {
 	bool followed;
@@ -127,12 +133,12 @@ typedef struct tb_slot_follow {
 	 * path, an event's first word -> its series' record of each half
 	 * (TB_FAST_ENTRIES, above). Every 14-bit id has an entry, so the drain
 	 * looks up any event without a range check: 128 KiB for series_of and
-	 * 1 MiB for each fast_of a slot, of which only the pages of ids seen
+	 * 512 KiB for each fast_of a slot, of which only the pages of ids seen
 	 * are touched. Allocated at open for the collector's life: whatever
 	 * resets the rest of this struct keeps them. */
 	struct tb_slot_tables {
 		tb_series **series_of;
-		tb_series_fast **fast_of[2];
+		uint32_t *fast_of[2]; /* offsets from c->fast_none */
 	} t;
 } tb_slot_follow;
 
@@ -158,8 +164,9 @@ typedef struct tb_collector {
 	tb_writer *writer;
 	tb_join join;
 	tb_slot_follow *slots;
-	tb_series *series;
+	tb_series *series;      /* the pool: max_series after the one fast_none is in */
 	uint32_t nseries;
+	const char *fast_none;  /* the fast record no event is recorded into */
 	int64_t *series_counts; /* the pool's counts arrays */
 	size_t series_counts_bytes;
 	tb_hist merged;         /* scratch for one metric's interval; the layout of every series */

@@ -143,8 +143,12 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 	s->metric = metric;
 	f->t.series_of[metric] = s;
 	for (int h = 0; h < 2; h++) {
-		s->fast[h] = (tb_series_fast){.counts = s->hist[h].counts, .min_m1 = UINT64_MAX};
-		f->t.fast_of[h][tb_fast_entry(metric)] = &s->fast[h];
+		s->fast[h] = (tb_series_fast){.counts = s->hist[h].counts,
+					      .min_m1 = UINT64_MAX,
+					      .limit = (uint64_t)TB_HIST_DEFAULT_HIGHEST + 1};
+		/* within TB_FAST_OFFSET_MAX: tb_collector_open checks the pool */
+		f->t.fast_of[h][tb_fast_entry(metric)] =
+			(uint32_t)((const char *)&s->fast[h] - c->fast_none);
 	}
 	return s;
 }
@@ -255,23 +259,17 @@ static void decode(tb_collector *c, uint32_t slot, uint64_t w0, uint64_t w1, int
  * late nor the next interval's). It records exactly what decode() would
  * (test_collector checks that it does); every other event goes to decode().
  * What it needs is set once per visit of a ring. */
-/* What the fast path reads of a series histogram's layout: constants. */
-static const tb_hist series_shape = {
-	.highest = TB_HIST_DEFAULT_HIGHEST,
-	.unit_magnitude = TB_SERIES_UNIT_MAG,
-	.sub_bucket_half_count_mag = TB_SERIES_HALF_MAG,
-	.sub_bucket_mask = TB_SERIES_SUB_MASK,
-};
-
 typedef struct fast_path {
 	uint64_t from, span; /* completion, monotonic ns: from + [0, span) */
-	tb_series_fast **fast_of; /* the ring's table for the current half */
+	const uint32_t *fast_of; /* the ring's table for the current half */
+	char *none;              /* c->fast_none, which the table's offsets are from */
 } fast_path;
 
 static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_path *fp)
 {
 	int64_t end = c->interval_start_ns + c->cfg.interval_ns, from, to;
 	fp->fast_of = f->t.fast_of[c->cur];
+	fp->none = (char *)c->fast_none;
 	fp->from = 0;
 	fp->span = 0; /* none */
 	/* wall-clock bounds less the offset record() adds; none while a close
@@ -293,12 +291,20 @@ static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_p
 
 /* The fast path's table for a pass over the ring whose lap bit is `want`
  * (TB_FAST_ENTRIES in collector.h). */
-static inline tb_series_fast *const *fast_table(const fast_path *fp, uint64_t want)
+static inline const uint32_t *fast_table(const fast_path *fp, uint64_t want)
 {
 	return fp->fast_of + (TB_LAP_BIT - want);
 }
 
-/* tb__hist_index for series_shape, in fewer steps: with e the top bit of
+/* The fast record of an event's first word, by the table (fast_none: not
+ * the fast path's). */
+static inline tb_series_fast *fast_of_word(const fast_path *fp, const uint32_t *tab, uint64_t w0)
+{
+	return (tb_series_fast *)(fp->none + tab[w0 & TB_FAST_INDEX_MASK]);
+}
+
+/* tb__hist_index for the series layout (TB_SERIES_*, collector.h), in
+ * fewer steps: with e the top bit of
  * (v | sub-bucket mask), v >> (e - half magnitude) is (v << half
  * magnitude) >> e, which cannot overflow for v <= H < 2^53; the constant
  * left over goes into the address. */
@@ -311,8 +317,9 @@ static inline size_t series_index(uint64_t v)
 _Static_assert(TB_SERIES_UNIT_MAG == 0 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
 	       "series_index: unit magnitude 0, (v << half magnitude) in 64 bits");
 
-/* The fast path for one event, its entry s (NULL: not the fast path's, by
- * the table). False: nothing recorded, the caller takes it one at a time.
+/* The fast path for one event, into its fast record s (fast_none, whose
+ * limit is 0, if not the fast path's by the table). False: nothing
+ * recorded, the caller takes it one at a time.
  * What tb_hist_record_in_range would do, but for the counts into the
  * series' fast record, which tb_collector_fold_events adds to the histogram
  * and the per-metric count. */
@@ -320,12 +327,11 @@ static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t 
 {
 	int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
 	uint64_t done = w1 + (uint64_t)latency;
-	/* latency in [0, H] and its completion in [from, from + span), each as
-	 * one unsigned compare. A sum past INT64_MAX (which decode() saturates)
-	 * wraps to at least 2^63 here: never in range, since 0 <= from <
-	 * from + span <= INT64_MAX. */
-	if (TB_LIKELY(s != NULL && (uint64_t)latency <= (uint64_t)series_shape.highest &&
-		      done - fp->from < fp->span)) {
+	/* latency in [0, s->limit), i.e. [0, H] or none, and its completion in
+	 * [from, from + span), each as one unsigned compare. A sum past
+	 * INT64_MAX (which decode() saturates) wraps to at least 2^63 here:
+	 * never in range, since 0 <= from < from + span <= INT64_MAX. */
+	if (TB_LIKELY((uint64_t)latency < s->limit && done - fp->from < fp->span)) {
 		s->counts[series_index((uint64_t)latency)]++;
 		s->events++;
 		if (latency > s->max)
@@ -340,10 +346,10 @@ static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t 
 
 /* One event by the fast path, if its entry in `tab` says it is one: its
  * first word loaded with acquire, then its second. */
-static inline bool fast_event(const fast_path *fp, tb_series_fast *const *tab, const tb_event *ev)
+static inline bool fast_event(const fast_path *fp, const uint32_t *tab, const tb_event *ev)
 {
 	uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
-	tb_series_fast *s = tab[w0 & TB_FAST_INDEX_MASK];
+	tb_series_fast *s = fast_of_word(fp, tab, w0);
 	uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
 	return fast_record(fp, s, w0, w1);
 }
@@ -403,7 +409,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			run = limit - n;
 		const tb_event *ev = &events[at], *end = ev + run;
 		uint64_t want = tb_lap_bit(cons, log2);
-		tb_series_fast *const *tab = fast_table(&fp, want);
+		const uint32_t *tab = fast_table(&fp, want);
 		while (ev < end) {
 			/* Four at a time while the fast path takes them; its table
 			 * entry says per event that it is written in this pass and
@@ -428,7 +434,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			if ((w0 & TB_LAP_BIT) != want)
 				break; /* not written yet in this pass */
 			uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
-			if (!fast_record(&fp, tab[w0 & TB_FAST_INDEX_MASK], w0, w1))
+			if (!fast_record(&fp, fast_of_word(&fp, tab, w0), w0, w1))
 				decode(c, i, w0, w1, now_mono);
 			ev++;
 		}
