@@ -284,6 +284,26 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].events, 12);
 }
 
+/* The fast path's table holds 32-bit offsets into the series pool: a pool
+ * they cannot reach is refused at open, with a reason, before anything is
+ * opened or allocated. */
+static void a_series_pool_past_the_tables_reach_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	tb_collector_config cfg;
+	tb_collector_config_default(&cfg);
+	cfg.bus = BUS "-big";
+	cfg.dir = f->seg_dir;
+	cfg.writer.dir = f->log_dir;
+	cfg.max_series = UINT32_MAX / (uint32_t)sizeof(tb_series);
+	tb_collector c;
+	const char *why = NULL;
+	assert_int_equal(tb_collector_open(&c, &cfg, &why), -EINVAL);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "max_series"));
+	tb_collector_close(&c);
+}
+
 /* In the second pass over the ring, which expects lap bit 0 (the fast
  * path's table read from TB_LAP_BIT entries on), SPANs of a metric with a
  * series are the fast path's too. */
@@ -852,6 +872,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_gone_or_reused_owner_frees_its_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_second_pass_takes_the_fast_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_series_pool_past_the_tables_reach_is_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does_across_the_ring_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does_in_the_second_pass, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_spoiled_event_does_not_stall_the_ring, setup,
