@@ -310,8 +310,15 @@ static inline tb_series_fast *fast_of_word(const fast_path *fp, const uint32_t *
  * left over goes into the address. */
 static inline size_t series_index(uint64_t v)
 {
-	unsigned e = 63u ^ (unsigned)__builtin_clzll(v | TB_SERIES_SUB_MASK); /* 63 - clz: one bsr */
-	return ((size_t)e << TB_SERIES_HALF_MAG) + ((v << TB_SERIES_HALF_MAG) >> e) -
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+	/* GCC's bsr, 64 bits wide: from 63 ^ __builtin_clzll it makes the
+	 * same bsr but as an int, which it then sign-extends on every event
+	 * (clang does not, and has no such builtin) */
+	uint64_t e = (uint64_t)__builtin_ia32_bsrdi((long long)(v | TB_SERIES_SUB_MASK));
+#else
+	uint64_t e = 63u ^ (unsigned)__builtin_clzll(v | TB_SERIES_SUB_MASK);
+#endif
+	return (e << TB_SERIES_HALF_MAG) + ((v << TB_SERIES_HALF_MAG) >> e) -
 	       ((size_t)TB_SERIES_HALF_MAG << TB_SERIES_HALF_MAG);
 }
 _Static_assert(TB_SERIES_UNIT_MAG == 0 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
