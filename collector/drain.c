@@ -304,10 +304,9 @@ static inline tb_series_fast *fast_of_word(const fast_path *fp, const uint32_t *
 }
 
 /* tb__hist_index for the series layout (TB_SERIES_*, collector.h), in
- * fewer steps: with e the top bit of
- * (v | sub-bucket mask), v >> (e - half magnitude) is (v << half
- * magnitude) >> e, which cannot overflow for v <= H < 2^53; the constant
- * left over goes into the address. */
+ * fewer steps: with e the top bit of (v | sub-bucket mask), v >> (e - half
+ * magnitude) is (v << half magnitude) >> e, which cannot overflow for
+ * v <= H < 2^53; the constant left over goes into the address. */
 static inline size_t series_index(uint64_t v)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
