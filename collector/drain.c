@@ -421,6 +421,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			 * entry says per event that it is written in this pass and
 			 * a SPAN. Any other event goes one at a time below, in ring
 			 * order (START and END, whose joins depend on it, too). */
+			bool refused = false; /* by the fast path, the event at ev */
 			for (; end - ev >= 4; ev += 4) {
 				unsigned j = 0;
 #pragma GCC unroll 4
@@ -429,18 +430,20 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 						break;
 				if (TB_UNLIKELY(j < 4)) {
 					ev += j;
+					refused = true;
 					break;
 				}
 			}
 			if (ev == end)
 				break;
-			/* one event: one the fast path did not take, or of the last
-			 * three of a run */
+			/* one event: one the fast path refused (decode() records it
+			 * as the fast path would have, had it been written since),
+			 * or of the last three of a run */
 			uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
 			if ((w0 & TB_LAP_BIT) != want)
 				break; /* not written yet in this pass */
 			uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
-			if (!fast_record(&fp, fast_of_word(&fp, tab, w0), w0, w1))
+			if (refused || !fast_record(&fp, fast_of_word(&fp, tab, w0), w0, w1))
 				decode(c, i, w0, w1, now_mono);
 			ev++;
 		}
