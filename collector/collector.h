@@ -72,14 +72,19 @@ typedef struct tb_growbuf {
 
 /* What the drain's fast path records into a series half besides its
  * counts: less than tb_hist_record_in_range would write, on one line.
- * tb_collector_fold_events adds it to the histogram's total, minimum and
- * maximum and to the per-metric event count before anything reads them. */
+ * tb_collector_fold_events adds the events to the histogram's total and
+ * the per-metric count, once a pass. The least and greatest value are not
+ * kept per event: only which power-of-two buckets were written to, one bit
+ * each, from which tb_collector_settle_bounds finds them in the counts when
+ * the half closes, at the precision HdrHistogram reports them (its minimum
+ * and maximum are a bucket's lowest and highest equivalent values, as
+ * tb_hist_min and tb_hist_max are). */
 typedef struct tb_series_fast {
-	int64_t *counts; /* hist[h].counts */
-	uint64_t events; /* recorded since the last fold */
-	int64_t max;     /* the largest value among them, 0 if none */
-	uint64_t min_m1; /* the smallest non-zero one less 1; UINT64_MAX: none */
-	uint64_t limit;  /* H + 1; 0 in the record that stands for "none" */
+	int64_t *counts;   /* hist[h].counts */
+	uint64_t events;   /* recorded since the last fold */
+	uint64_t buckets;  /* bit e: a value whose top bit, with the sub-bucket
+			    * mask's, is e (TB_SERIES_SUB_MASK), since the last settle */
+	uint64_t limit;    /* H + 1; 0 in the record that stands for "none" */
 } tb_series_fast;
 
 /* The fast path looks an event up by the low bits of its first word as
@@ -256,9 +261,16 @@ void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
  * the events taken. */
 uint64_t tb_collector_drain_all(tb_collector *c);
 /* Add what the fast path recorded per series (both halves) to the series'
- * histograms (total, minimum, maximum) and to the per-metric counts;
- * drain_all, the interval close and whatever reads either call it first. */
+ * histograms' totals and to the per-metric counts; drain_all, the interval
+ * close and whatever reads either call it first. */
 void tb_collector_fold_events(tb_collector *c);
+/* Bring every series' half `half` minimum and maximum (min_raw, max_raw)
+ * up to what the fast path recorded into it, from its counts and the
+ * buckets it wrote to: the lowest value of the lowest non-zero count above
+ * 0, and the highest equivalent value (at most H) of the highest. Before
+ * anything moves, resets or reads a series half's bounds: the close, once
+ * the fast path has stopped recording into it. */
+void tb_collector_settle_bounds(tb_collector *c, int half);
 /* At stop: every parked START/END half is reported unmatched. */
 void tb_collector_expire_all(tb_collector *c);
 

@@ -144,7 +144,6 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 	f->t.series_of[metric] = s;
 	for (int h = 0; h < 2; h++) {
 		s->fast[h] = (tb_series_fast){.counts = s->hist[h].counts,
-					      .min_m1 = UINT64_MAX,
 					      .limit = (uint64_t)TB_HIST_DEFAULT_HIGHEST + 1};
 		/* within TB_FAST_OFFSET_MAX: tb_collector_open checks the pool */
 		f->t.fast_of[h][tb_fast_entry(metric)] =
@@ -307,7 +306,7 @@ static inline tb_series_fast *fast_of_word(const fast_path *fp, const uint32_t *
  * fewer steps: with e the top bit of (v | sub-bucket mask), v >> (e - half
  * magnitude) is (v << half magnitude) >> e, which cannot overflow for
  * v <= H < 2^53; the constant left over goes into the address. */
-static inline size_t series_index(uint64_t v)
+static inline size_t series_index(uint64_t v, uint64_t *bucket)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 	/* GCC's bsr, 64 bits wide: from 63 ^ __builtin_clzll it makes the
@@ -317,6 +316,7 @@ static inline size_t series_index(uint64_t v)
 #else
 	uint64_t e = 63u ^ (unsigned)__builtin_clzll(v | TB_SERIES_SUB_MASK);
 #endif
+	*bucket = e;
 	return (e << TB_SERIES_HALF_MAG) + ((v << TB_SERIES_HALF_MAG) >> e) -
 	       ((size_t)TB_SERIES_HALF_MAG << TB_SERIES_HALF_MAG);
 }
@@ -328,7 +328,8 @@ _Static_assert(TB_SERIES_UNIT_MAG == 0 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) 
  * recorded, the caller takes it one at a time.
  * What tb_hist_record_in_range would do, but for the counts into the
  * series' fast record, which tb_collector_fold_events adds to the histogram
- * and the per-metric count. */
+ * and the per-metric count, and for the minimum and maximum: only the
+ * value's bucket is noted, for tb_collector_settle_bounds. */
 static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t w0, uint64_t w1)
 {
 	int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
@@ -338,13 +339,10 @@ static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t 
 	 * INT64_MAX (which decode() saturates) wraps to at least 2^63 here:
 	 * never in range, since 0 <= from < from + span <= INT64_MAX. */
 	if (TB_LIKELY((uint64_t)latency < s->limit && done - fp->from < fp->span)) {
-		s->counts[series_index((uint64_t)latency)]++;
+		uint64_t e;
+		s->counts[series_index((uint64_t)latency, &e)]++;
 		s->events++;
-		if (latency > s->max)
-			s->max = latency;
-		/* a non-zero value below the least so far: 0 - 1 never is */
-		if ((uint64_t)latency - 1 < s->min_m1)
-			s->min_m1 = (uint64_t)latency - 1;
+		s->buckets |= (uint64_t)1 << e;
 		return true;
 	}
 	return false;
@@ -543,15 +541,94 @@ void tb_collector_fold_events(tb_collector *c)
 				continue;
 			c->counts[h][s->metric].events += fs->events;
 			hist->total += (int64_t)fs->events;
-			if (fs->max > hist->max_raw)
-				hist->max_raw = fs->max;
-			if (fs->min_m1 != UINT64_MAX &&
-			    (hist->min_raw == 0 || (int64_t)(fs->min_m1 + 1) < hist->min_raw))
-				hist->min_raw = (int64_t)(fs->min_m1 + 1);
 			fs->events = 0;
-			fs->max = 0;
-			fs->min_m1 = UINT64_MAX;
 		}
+	}
+}
+
+/* The counts of a series half that bucket bit e (tb_series_fast.buckets)
+ * stands for: [*from, *to). */
+static void bucket_counts(const tb_hist *h, unsigned e, int32_t *from, int32_t *to)
+{
+	uint64_t ignored, lo = e == TB_SERIES_HALF_MAG ? 0 : (uint64_t)1 << e;
+	*from = (int32_t)series_index(lo, &ignored);
+	*to = (int32_t)series_index(((uint64_t)2 << e) - 1, &ignored) + 1;
+	if (*to > h->counts_len)
+		*to = h->counts_len;
+}
+
+/* Whether any of the eight counts from c is not 0. */
+static inline bool any_of_8(const int64_t *c)
+{
+	return (c[0] | c[1] | c[2] | c[3] | c[4] | c[5] | c[6] | c[7]) != 0;
+}
+
+/* A bucket's counts run from a multiple of 1024 to the next (bucket 0's
+ * from 0 to 2048), and counts_len is a multiple of 1024: whole groups of
+ * eight, which the scans below test at a time. */
+_Static_assert(((size_t)1 << TB_SERIES_HALF_MAG) % 8 == 0, "buckets of whole groups of eight");
+
+/* The first non-zero count in [from, to) above index 0 (value 0), or -1. */
+static int32_t first_above_0(const int64_t *c, int32_t from, int32_t to)
+{
+	for (int32_t g = from; g < to; g += 8) {
+		if (!any_of_8(c + g))
+			continue;
+		for (int32_t i = g > 0 ? g : 1; i < g + 8; i++)
+			if (c[i])
+				return i;
+	}
+	return -1;
+}
+
+/* The last non-zero count in [from, to), or -1. */
+static int32_t last_nonzero(const int64_t *c, int32_t from, int32_t to)
+{
+	for (int32_t g = to - 8; g >= from; g -= 8) {
+		if (!any_of_8(c + g))
+			continue;
+		for (int32_t i = g + 7; i >= g; i--)
+			if (c[i])
+				return i;
+	}
+	return -1;
+}
+
+static void settle_half(tb_series_fast *fs, tb_hist *h)
+{
+	uint64_t b = fs->buckets;
+	fs->buckets = 0;
+	int32_t from, to, i;
+	/* the least non-zero value: a bucket whose counts are all of 0 gives none */
+	for (uint64_t left = b; left; left &= left - 1) {
+		bucket_counts(h, (unsigned)__builtin_ctzll(left), &from, &to);
+		if ((i = first_above_0(h->counts, from, to)) >= 0) {
+			int64_t v = tb_hist_value_at_index(h, i);
+			if (h->min_raw == 0 || v < h->min_raw)
+				h->min_raw = v;
+			break;
+		}
+	}
+	/* the greatest: the highest bucket has a count (a recorded 0 included),
+	 * and its highest equivalent value bounds what it holds */
+	if (b) {
+		bucket_counts(h, 63u ^ (unsigned)__builtin_clzll(b), &from, &to);
+		if ((i = last_nonzero(h->counts, from, to)) >= 0) {
+			int64_t v = tb_hist_highest_equivalent(h, tb_hist_value_at_index(h, i));
+			if (v > h->highest)
+				v = h->highest;
+			if (v > h->max_raw)
+				h->max_raw = v;
+		}
+	}
+}
+
+void tb_collector_settle_bounds(tb_collector *c, int half)
+{
+	for (uint32_t k = 0; k < c->nseries; k++) {
+		tb_series_fast *fs = &c->series[k].fast[half];
+		if (fs->buckets)
+			settle_half(fs, &c->series[k].hist[half]);
 	}
 }
 

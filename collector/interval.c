@@ -241,6 +241,7 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	 * completed in this interval (see open_half). */
 	tb_collector_set_closing(c, true); /* from here the fast path records nothing */
 	tb_collector_fold_events(c);
+	tb_collector_settle_bounds(c, c->cur);
 	for (uint32_t m = 0; rc == 0 && m < c->seg.layout.metric_capacity; m++) {
 		tb_metric_counts *mc = &c->counts[c->cur][m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {

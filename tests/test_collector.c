@@ -229,7 +229,8 @@ static void a_close_after_bare_passes_counts_every_event(void **state)
 /* Interval after interval, each half of a series used again: every close
  * writes, in its log lines and its sidecar rows, the events of its own
  * interval and no other's, whether the fast path recorded them (counted by
- * the histogram's total) or decode() did (a duration over H, clamped). */
+ * the histogram's total) or decode() did (a duration over H, clamped), and
+ * whatever the fast path's values are (its bounds settled at the close). */
 static void every_close_counts_its_own_interval(void **state)
 {
 	struct fixture *f = *state;
@@ -238,6 +239,9 @@ static void every_close_counts_its_own_interval(void **state)
 	for (int i = 0; i < 5; i++) {
 		spans(f, 0, n[i], at(f, len / 2), 1000);
 		spans(f, 1, i + 1, at(f, len / 2), (uint64_t)TB_HIST_DEFAULT_HIGHEST + 1);
+		/* after the first, all by the fast path: the close settles their bounds */
+		spans(f, 2, 2, at(f, len / 2), 100 * (uint64_t)(i + 1));
+		spans(f, 2, 3, at(f, len / 2), 3000000 * (uint64_t)(i + 1));
 		tb_collector_drain_all(&f->c);
 		int64_t closing = f->c.interval_start_ns;
 		assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
@@ -248,17 +252,35 @@ static void every_close_counts_its_own_interval(void **state)
 		assert_int_equal(events[0], n[i]);
 		assert_int_equal(logged[1], i + 1);
 		assert_int_equal(events[1], i + 1);
+		assert_int_equal(logged[2], 5);
+		assert_int_equal(events[2], 5);
 	}
 }
 
-/* The drain's fast path keeps a series' least and greatest value apart
- * from its histogram and adds them in at each fold: after every drain, the
- * histogram's minimum and maximum are those of all it recorded, exactly. */
+/* The least non-zero value and the maximum as the histogram reports them
+ * (at its precision, as HdrHistogram does) are those of the values `min`
+ * and `max`, and the raw bounds bound them in their buckets. */
+static void assert_bounds(const tb_hist *h, int64_t min, int64_t max)
+{
+	assert_int_equal(tb_hist_min(h), h->counts[0] ? 0 : tb_hist_lowest_equivalent(h, min));
+	assert_int_equal(tb_hist_lowest_equivalent(h, h->min_raw), tb_hist_lowest_equivalent(h, min));
+	assert_int_equal(tb_hist_max(h), tb_hist_highest_equivalent(h, max));
+	assert_true(h->min_raw <= min && tb_hist_index_of(h, h->min_raw) == tb_hist_index_of(h, min));
+	assert_true(h->max_raw >= max && h->max_raw <= h->highest);
+	assert_int_equal(tb_hist_index_of(h, h->max_raw), tb_hist_index_of(h, max));
+}
+
+/* The drain's fast path keeps no minimum or maximum per event, only the
+ * buckets it wrote to; settling a series half finds its least non-zero
+ * and its greatest value from them and the counts, and adds them to what
+ * decode() recorded exactly. Settled after every drain, the histogram
+ * reports the minimum and maximum of all it recorded. */
 static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 {
 	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns;
 	int cur = f->c.cur;
+	const int64_t top = TB_HIST_DEFAULT_HIGHEST;
 	static const struct {
 		uint64_t latencies[3];
 		int64_t min, max;
@@ -266,7 +288,10 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 		{{500, 600, 601}, 500, 601}, /* the first makes the series, through decode() */
 		{{6000, 50, 0}, 50, 6000}, /* a zero is never the non-zero minimum */
 		{{700, 70, 5000}, 50, 6000},
-		{{49, 6001, 3}, 3, 6001},
+		{{49, 6001, 3}, 3, 6001}, /* 6001: 6000's count */
+		{{0, 0, 0}, 3, 6001},
+		{{1, 2047, 8191}, 1, 8191}, /* the ends of buckets' counts */
+		{{(uint64_t)top, 9, 10}, 1, top}, /* H: its bucket goes on past it */
 	};
 	tb_series *s = NULL;
 	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
@@ -275,13 +300,32 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 		tb_collector_drain_all(&f->c);
 		s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[2])];
 		assert_non_null(s);
-		assert_int_equal(s->hist[cur].min_raw, steps[k].min);
-		assert_int_equal(s->hist[cur].max_raw, steps[k].max);
 		assert_int_equal(s->hist[cur].total, 3 * (int64_t)(k + 1));
 		/* all through the fast path: nothing waits in its record */
 		assert_int_equal(s->fast[cur].events, 0);
+		if (k > 0) /* the buckets are there to settle */
+			assert_int_not_equal(s->fast[cur].buckets, 0);
+		tb_collector_settle_bounds(&f->c, cur);
+		assert_int_equal(s->fast[cur].buckets, 0);
+		assert_bounds(&s->hist[cur], steps[k].min, steps[k].max);
 	}
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].events, 12);
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].events, 21);
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].clamped, 0);
+
+	/* a lowest bucket that holds only zeros gives no minimum: the next does */
+	spans(f, 0, 1, at(f, len / 2), 0); /* makes the series, through decode() */
+	spans(f, 0, 1, at(f, len / 2), 0);
+	spans(f, 0, 1, at(f, len / 2), 3001);
+	spans(f, 0, 1, at(f, len / 2), 2048); /* the first count of its bucket */
+	tb_collector_drain_all(&f->c);
+	s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[0])];
+	assert_non_null(s);
+	assert_int_equal(s->hist[cur].min_raw, 0);
+	tb_collector_settle_bounds(&f->c, cur);
+	assert_bounds(&s->hist[cur], 2048, 3001);
+	assert_int_equal(tb_hist_min(&s->hist[cur]), 0); /* a recorded zero is still the minimum */
+	assert_int_equal(s->hist[cur].min_raw, 2048);
+	assert_int_equal(s->hist[cur].max_raw, 3001); /* 3000 and 3001 share a count */
 }
 
 /* The fast path's table holds 32-bit offsets into the series pool: a pool
@@ -822,8 +866,12 @@ static void drain_matches_decode(void **state, uint32_t prefill)
 		for (int h = 0; h < 2; h++) {
 			const tb_hist *ha = &a->hist[h], *hb = &b->hist[h];
 			assert_int_equal(hb->total, ha->total);
-			assert_int_equal(hb->min_raw, ha->min_raw);
-			assert_int_equal(hb->max_raw, ha->max_raw);
+			/* the fast path's bounds are settled at bucket precision,
+			 * decode()'s are exact: what the histograms report is the same */
+			tb_collector_settle_bounds(&f->c, h);
+			assert_int_equal(tb_hist_min(hb), tb_hist_min(ha));
+			assert_int_equal(tb_hist_max(hb), tb_hist_max(ha));
+			assert_true(hb->min_raw <= ha->min_raw && hb->max_raw >= ha->max_raw);
 			assert_int_equal(hb->clamped, ha->clamped);
 			assert_memory_equal(hb->counts, ha->counts, (size_t)ha->counts_len * sizeof(int64_t));
 		}

@@ -35,7 +35,10 @@
  *     more than a ring from where the reading stopped is quarantined then;
  *   - whatever the state, the collector's index moves at most a ring;
  *   - every event read is accounted for: recorded, parked or counted as
- *     bad (unregistered metric, unknown kind).
+ *     bad (unregistered metric, unknown kind);
+ *   - every series histogram, its bounds settled as the close settles them
+ *     (tb_collector_settle_bounds), keeps hist.h's promises (fuzz_check.h)
+ *     and its min_raw lies at its lowest non-zero count above value 0.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -145,6 +148,29 @@ static void check_accounts(uint32_t start, uint32_t n, uint64_t dup_before)
 		   (unsigned long long)halves, (unsigned long long)matched, (unsigned long long)left);
 }
 
+/* Both halves of every series, settled: the drain's fast path leaves the
+ * bounds to the close. */
+static void check_series(void)
+{
+	for (int half = 0; half < 2; half++) {
+		tb_collector_settle_bounds(&coll, half);
+		for (uint32_t k = 0; k < coll.nseries; k++) {
+			const tb_hist *h = &coll.series[k].hist[half];
+			fuzz_check_hist(h);
+			int32_t low = 1;
+			while (low < h->counts_len && h->counts[low] == 0)
+				low++;
+			if (low == h->counts_len)
+				FUZZ_CHECK(h->min_raw == 0, "min_raw %lld with no count above 0\n",
+					   (long long)h->min_raw);
+			else
+				FUZZ_CHECK(h->min_raw > 0 && tb_hist_index_of(h, h->min_raw) == low,
+					   "min_raw %lld, lowest count above 0 at index %d\n",
+					   (long long)h->min_raw, low);
+		}
+	}
+}
+
 static bool hint_near(uint32_t hint, uint32_t index)
 {
 	uint32_t ahead = hint - index;
@@ -226,6 +252,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int pass = 0; pass < 3; pass++)
 		tb_collector_drain_pass(&coll);
 	tb_collector_fold_events(&coll);
+	check_series();
 	if (state == TB_SLOT_LIVE) {
 		FUZZ_CHECK(f->followed, "a LIVE slot is followed on the first pass\n");
 		FUZZ_CHECK(f->quarantined == !honest, "quarantined %d, honest ring %d (%s)\n",
