@@ -67,30 +67,47 @@ static int take_lock(tb_collector *c, const char **why)
 	return 0;
 }
 
+/* The bytes of one series half in the pool: its fast record, then its
+ * counts (tb_fast_counts). */
+static size_t series_half_bytes(void)
+{
+	int32_t len = tb_hist_counts_len(TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
+					 TB_HIST_DEFAULT_SIG_DIGITS);
+	return sizeof(tb_series_fast) + (size_t)len * sizeof(int64_t);
+}
+
+/* The pool's mapping: the "none" record, then max_series x 2 halves. */
+static size_t pool_bytes_for(uint32_t max_series)
+{
+	return sizeof(tb_series_fast) + 2 * (size_t)max_series * series_half_bytes();
+}
+
 static int alloc_series(tb_collector *c)
 {
 	int32_t len = tb_hist_counts_len(TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
 					 TB_HIST_DEFAULT_SIG_DIGITS);
-	size_t per = (size_t)len * sizeof(int64_t);
-	c->series_counts_bytes = per * 2 * c->cfg.max_series;
-	c->series_counts = mmap(NULL, c->series_counts_bytes, PROT_READ | PROT_WRITE,
+	size_t per = series_half_bytes();
+	c->series_pool_bytes = pool_bytes_for(c->cfg.max_series);
+	c->series_pool = mmap(NULL, c->series_pool_bytes, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (c->series_counts == MAP_FAILED) {
-		c->series_counts = NULL;
+	if (c->series_pool == MAP_FAILED) {
+		c->series_pool = NULL;
 		return -ENOMEM;
 	}
-	/* element 0 holds the fast path's "none" record (zeroed: limit 0) */
-	c->series = calloc((size_t)c->cfg.max_series + 1, sizeof(*c->series));
+	/* first the fast path's "none" record (zeroed: limit 0) */
+	c->fast_none = c->series_pool;
+	c->series = calloc(c->cfg.max_series, sizeof(*c->series));
 	if (!c->series)
 		return -ENOMEM;
-	c->fast_none = (const char *)&c->series[0].fast[0];
-	c->series++;
 	for (uint32_t k = 0; k < c->cfg.max_series; k++) {
 		for (int half = 0; half < 2; half++) {
-			int64_t *counts = c->series_counts + ((size_t)k * 2 + (size_t)half) * (size_t)len;
+			tb_series_fast *fast =
+				(tb_series_fast *)(c->series_pool + sizeof(tb_series_fast) +
+						   ((size_t)k * 2 + (size_t)half) * per);
+			c->series[k].fast[half] = fast;
 			tb_hist_init_zeroed(&c->series[k].hist[half], TB_HIST_DEFAULT_LOWEST,
-					    TB_HIST_DEFAULT_HIGHEST, TB_HIST_DEFAULT_SIG_DIGITS, counts,
-					    (size_t)len);
+					    TB_HIST_DEFAULT_HIGHEST, TB_HIST_DEFAULT_SIG_DIGITS,
+					    tb_fast_counts(fast), (size_t)len);
 		}
 	}
 	return 0;
@@ -130,7 +147,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	c->cfg = *cfg;
 	c->lock_fd = -1;
 	c->evict = cfg->evict_lines ? tb_evict_method() : TB_EVICT_NONE;
-	if (((size_t)cfg->max_series + 1) * sizeof(tb_series) > TB_FAST_OFFSET_MAX)
+	if (pool_bytes_for(cfg->max_series) > (size_t)UINT32_MAX * TB_FAST_OFFSET_UNIT)
 		return fail(why, "max_series: more series than the drain's fast path can address", -EINVAL);
 	if (cfg->fresh)
 		tb_seg_unlink(cfg->dir, cfg->bus);
@@ -283,10 +300,9 @@ void tb_collector_close(tb_collector *c)
 	free(c->counts[0]);
 	free(c->counts[1]);
 	free(c->metric_ready);
-	if (c->series)
-		free(c->series - 1);
-	if (c->series_counts)
-		munmap(c->series_counts, c->series_counts_bytes);
+	free(c->series);
+	if (c->series_pool)
+		munmap(c->series_pool, c->series_pool_bytes);
 	tb_hist_free(&c->merged);
 	free(c->scratch);
 	free(c->log.p);

@@ -18,6 +18,7 @@
 #define TAILBUS_COLLECTOR_H
 
 #include <signal.h>
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -71,25 +72,34 @@ typedef struct tb_growbuf {
 } tb_growbuf;
 
 /* What the drain's fast path records into a series half besides its
- * counts: less than tb_hist_record_in_range would write, on one line.
+ * counts: less than tb_hist_record_in_range would write, on one line, the
+ * line just before the half's counts in the pool (tb_fast_counts), so that
+ * the drain reaches a count from the record without loading a pointer.
  * tb_collector_fold_events adds the events to the histogram's total and
- * the per-metric count, once a pass. The least and greatest value are not
- * kept per event: only which power-of-two buckets were written to, one bit
- * each, from which tb_collector_settle_bounds finds them in the counts when
- * the half closes, at the precision HdrHistogram reports them (its minimum
- * and maximum are a bucket's lowest and highest equivalent values, as
+ * the per-metric count. The least and greatest value are not kept per
+ * event: only which power-of-two buckets were written to, one bit each,
+ * from which tb_collector_settle_bounds finds them in the counts when the
+ * half closes, at the precision HdrHistogram reports them (its minimum and
+ * maximum are a bucket's lowest and highest equivalent values, as
  * tb_hist_min and tb_hist_max are). */
 typedef struct tb_series_fast {
-	int64_t *counts;   /* hist[h].counts */
-	uint64_t events;   /* recorded since the last fold */
-	uint64_t buckets;  /* bit e: a value whose top bit, with the sub-bucket
-			    * mask's, is e (TB_SERIES_SUB_MASK), since the last settle */
-	uint64_t limit;    /* H + 1; 0 in the record that stands for "none" */
+	alignas(64) uint64_t events; /* recorded since the last fold */
+	uint64_t buckets; /* bit e: a value whose top bit, with the sub-bucket
+			   * mask's, is e (TB_SERIES_SUB_MASK), since the last settle */
+	uint64_t limit;   /* H + 1; 0 in the record that stands for "none" */
 } tb_series_fast;
+_Static_assert(sizeof(tb_series_fast) == 64, "a fast record is the line before its counts");
+
+/* The counts of a series half, right after its fast record. */
+static inline int64_t *tb_fast_counts(tb_series_fast *f)
+{
+	return (int64_t *)(f + 1);
+}
 
 /* The fast path looks an event up by the low bits of its first word as
- * they are: metric id, lap bit and kind (seg_abi.h). An entry is the byte
- * offset of a series half's fast record from c->fast_none, a record whose
+ * they are: metric id, lap bit and kind (seg_abi.h). An entry is the
+ * offset of a series half's fast record from c->fast_none in units of
+ * TB_FAST_OFFSET_UNIT bytes (the pool's first record), a record whose
  * limit no duration is below, so that entry 0 (what calloc gives) means
  * "not the fast path's" with no test of its own. Only a SPAN written with
  * lap bit 1 has an entry other than 0, at tb_fast_entry(metric). So one
@@ -113,11 +123,12 @@ typedef struct tb_series {
 	uint32_t slot;
 	uint16_t metric;
 	tb_hist hist[2]; /* [cur], [cur ^ 1] */
-	tb_series_fast fast[2];
+	tb_series_fast *fast[2]; /* the lines before hist[h].counts */
 } tb_series;
-/* Every fast record lies within this of c->fast_none (tb_collector_open
- * refuses a pool of series larger). */
-#define TB_FAST_OFFSET_MAX UINT32_MAX
+/* Every fast record lies within UINT32_MAX units of c->fast_none
+ * (tb_collector_open refuses a pool of series larger): 32 GiB, some 46,000
+ * series of the default layout. */
+#define TB_FAST_OFFSET_UNIT 8
 
 typedef struct tb_slot_follow {
 	bool followed;
@@ -169,11 +180,11 @@ typedef struct tb_collector {
 	tb_writer *writer;
 	tb_join join;
 	tb_slot_follow *slots;
-	tb_series *series;      /* the pool: max_series after the one fast_none is in */
+	tb_series *series;      /* the pool: max_series */
 	uint32_t nseries;
 	const char *fast_none;  /* the fast record no event is recorded into */
-	int64_t *series_counts; /* the pool's counts arrays */
-	size_t series_counts_bytes;
+	char *series_pool;    /* that record, then each series half's fast record and counts */
+	size_t series_pool_bytes;
 	tb_hist merged;         /* scratch for one metric's interval; the layout of every series */
 	uint8_t *scratch;       /* V2 encoding scratch */
 	size_t scratch_cap;

@@ -143,11 +143,10 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
 	s->metric = metric;
 	f->t.series_of[metric] = s;
 	for (int h = 0; h < 2; h++) {
-		s->fast[h] = (tb_series_fast){.counts = s->hist[h].counts,
-					      .limit = (uint64_t)TB_HIST_DEFAULT_HIGHEST + 1};
-		/* within TB_FAST_OFFSET_MAX: tb_collector_open checks the pool */
+		*s->fast[h] = (tb_series_fast){.limit = (uint64_t)TB_HIST_DEFAULT_HIGHEST + 1};
+		/* within reach: tb_collector_open checks the pool */
 		f->t.fast_of[h][tb_fast_entry(metric)] =
-			(uint32_t)((const char *)&s->fast[h] - c->fast_none);
+			(uint32_t)(((const char *)s->fast[h] - c->fast_none) / TB_FAST_OFFSET_UNIT);
 	}
 	return s;
 }
@@ -299,7 +298,7 @@ static inline const uint32_t *fast_table(const fast_path *fp, uint64_t want)
  * the fast path's). */
 static inline tb_series_fast *fast_of_word(const fast_path *fp, const uint32_t *tab, uint64_t w0)
 {
-	return (tb_series_fast *)(fp->none + tab[w0 & TB_FAST_INDEX_MASK]);
+	return (tb_series_fast *)(fp->none + (size_t)tab[w0 & TB_FAST_INDEX_MASK] * TB_FAST_OFFSET_UNIT);
 }
 
 /* tb__hist_index for the series layout (TB_SERIES_*, collector.h), in
@@ -340,7 +339,7 @@ static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t 
 	 * never in range, since 0 <= from < from + span <= INT64_MAX. */
 	if (TB_LIKELY((uint64_t)latency < s->limit && done - fp->from < fp->span)) {
 		uint64_t e;
-		s->counts[series_index((uint64_t)latency, &e)]++;
+		tb_fast_counts(s)[series_index((uint64_t)latency, &e)]++;
 		s->events++;
 		s->buckets |= (uint64_t)1 << e;
 		return true;
@@ -535,7 +534,7 @@ void tb_collector_fold_events(tb_collector *c)
 	for (uint32_t k = 0; k < c->nseries; k++) {
 		tb_series *s = &c->series[k];
 		for (int h = 0; h < 2; h++) {
-			tb_series_fast *fs = &s->fast[h];
+			tb_series_fast *fs = s->fast[h];
 			tb_hist *hist = &s->hist[h];
 			if (fs->events == 0)
 				continue;
@@ -626,7 +625,7 @@ static void settle_half(tb_series_fast *fs, tb_hist *h)
 void tb_collector_settle_bounds(tb_collector *c, int half)
 {
 	for (uint32_t k = 0; k < c->nseries; k++) {
-		tb_series_fast *fs = &c->series[k].fast[half];
+		tb_series_fast *fs = c->series[k].fast[half];
 		if (fs->buckets)
 			settle_half(fs, &c->series[k].hist[half]);
 	}

@@ -302,11 +302,11 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 		assert_non_null(s);
 		assert_int_equal(s->hist[cur].total, 3 * (int64_t)(k + 1));
 		/* all through the fast path: nothing waits in its record */
-		assert_int_equal(s->fast[cur].events, 0);
+		assert_int_equal(s->fast[cur]->events, 0);
 		if (k > 0) /* the buckets are there to settle */
-			assert_int_not_equal(s->fast[cur].buckets, 0);
+			assert_int_not_equal(s->fast[cur]->buckets, 0);
 		tb_collector_settle_bounds(&f->c, cur);
-		assert_int_equal(s->fast[cur].buckets, 0);
+		assert_int_equal(s->fast[cur]->buckets, 0);
 		assert_bounds(&s->hist[cur], steps[k].min, steps[k].max);
 	}
 	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].events, 21);
@@ -363,7 +363,7 @@ static void the_second_pass_takes_the_fast_path(void **state)
 	assert_non_null(s);
 	spans(f, 1, 10, done, 1000);
 	assert_int_equal(tb_collector_drain_pass(&f->c), 10);
-	assert_int_equal(s->fast[cur].events, 10);
+	assert_int_equal(s->fast[cur]->events, 10);
 }
 
 /* An interval that began before the producers' clock's zero (a long one,
@@ -379,7 +379,7 @@ static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void 
 	assert_int_equal(tb_collector_drain_pass(&f->c), 10);
 	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s);
-	assert_int_equal(s->fast[cur].events, 9); /* the first made the series, through decode() */
+	assert_int_equal(s->fast[cur]->events, 9); /* the first made the series, through decode() */
 	tb_collector_fold_events(&f->c);
 	assert_int_equal(s->hist[cur].total, 10);
 	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].events, 10);
