@@ -77,16 +77,19 @@ typedef struct tb_growbuf {
  * the drain reaches a count from the record without loading a pointer.
  * tb_collector_fold_events adds the events to the histogram's total and
  * the per-metric count. The least and greatest value are not kept per
- * event: only which power-of-two buckets were written to, one bit each,
+ * event: only which power-of-two buckets were written to, a byte each,
  * from which tb_collector_settle_bounds finds them in the counts when the
  * half closes, at the precision HdrHistogram reports them (its minimum and
  * maximum are a bucket's lowest and highest equivalent values, as
  * tb_hist_min and tb_hist_max are). */
+#define TB_SERIES_BUCKETS 43 /* e - TB_SERIES_HALF_MAG for values below 2^53 */
 typedef struct tb_series_fast {
 	alignas(64) uint64_t events; /* recorded since the last fold */
-	uint64_t buckets; /* bit e: a value whose top bit, with the sub-bucket
-			   * mask's, is e (TB_SERIES_SUB_MASK), since the last settle */
-	uint64_t limit;   /* H + 1; 0 in the record that stands for "none" */
+	uint64_t limit; /* H + 1; 0 in the record that stands for "none" */
+	/* [e - TB_SERIES_HALF_MAG] is 1 once a value whose top bit (with the
+	 * sub-bucket mask's, TB_SERIES_SUB_MASK) is e was recorded since the
+	 * last settle: one store of a constant an event */
+	uint8_t seen[TB_SERIES_BUCKETS];
 } tb_series_fast;
 _Static_assert(sizeof(tb_series_fast) == 64, "a fast record is the line before its counts");
 

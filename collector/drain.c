@@ -341,7 +341,7 @@ static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t 
 		uint64_t e;
 		tb_fast_counts(s)[series_index((uint64_t)latency, &e)]++;
 		s->events++;
-		s->buckets |= (uint64_t)1 << e;
+		s->seen[e - TB_SERIES_HALF_MAG] = 1;
 		return true;
 	}
 	return false;
@@ -545,11 +545,15 @@ void tb_collector_fold_events(tb_collector *c)
 	}
 }
 
-/* The counts of a series half that bucket bit e (tb_series_fast.buckets)
- * stands for: [*from, *to). */
-static void bucket_counts(const tb_hist *h, unsigned e, int32_t *from, int32_t *to)
+_Static_assert(TB_SERIES_HALF_MAG + TB_SERIES_BUCKETS == 53 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
+	       "tb_series_fast.seen: a byte for every top bit a value up to H can have");
+
+/* The counts of a series half that seen[b] (tb_series_fast) stands for:
+ * [*from, *to). */
+static void bucket_counts(const tb_hist *h, unsigned b, int32_t *from, int32_t *to)
 {
-	uint64_t ignored, lo = e == TB_SERIES_HALF_MAG ? 0 : (uint64_t)1 << e;
+	unsigned e = b + TB_SERIES_HALF_MAG;
+	uint64_t ignored, lo = b == 0 ? 0 : (uint64_t)1 << e;
 	*from = (int32_t)series_index(lo, &ignored);
 	*to = (int32_t)series_index(((uint64_t)2 << e) - 1, &ignored) + 1;
 	if (*to > h->counts_len)
@@ -595,12 +599,12 @@ static int32_t last_nonzero(const int64_t *c, int32_t from, int32_t to)
 
 static void settle_half(tb_series_fast *fs, tb_hist *h)
 {
-	uint64_t b = fs->buckets;
-	fs->buckets = 0;
-	int32_t from, to, i;
+	int32_t from, to, i, b;
 	/* the least non-zero value: a bucket whose counts are all of 0 gives none */
-	for (uint64_t left = b; left; left &= left - 1) {
-		bucket_counts(h, (unsigned)__builtin_ctzll(left), &from, &to);
+	for (b = 0; b < TB_SERIES_BUCKETS; b++) {
+		if (!fs->seen[b])
+			continue;
+		bucket_counts(h, (unsigned)b, &from, &to);
 		if ((i = first_above_0(h->counts, from, to)) >= 0) {
 			int64_t v = tb_hist_value_at_index(h, i);
 			if (h->min_raw == 0 || v < h->min_raw)
@@ -610,8 +614,10 @@ static void settle_half(tb_series_fast *fs, tb_hist *h)
 	}
 	/* the greatest: the highest bucket has a count (a recorded 0 included),
 	 * and its highest equivalent value bounds what it holds */
-	if (b) {
-		bucket_counts(h, 63u ^ (unsigned)__builtin_clzll(b), &from, &to);
+	for (b = TB_SERIES_BUCKETS - 1; b >= 0 && !fs->seen[b]; b--)
+		;
+	if (b >= 0) {
+		bucket_counts(h, (unsigned)b, &from, &to);
 		if ((i = last_nonzero(h->counts, from, to)) >= 0) {
 			int64_t v = tb_hist_highest_equivalent(h, tb_hist_value_at_index(h, i));
 			if (v > h->highest)
@@ -620,15 +626,13 @@ static void settle_half(tb_series_fast *fs, tb_hist *h)
 				h->max_raw = v;
 		}
 	}
+	memset(fs->seen, 0, sizeof(fs->seen));
 }
 
 void tb_collector_settle_bounds(tb_collector *c, int half)
 {
-	for (uint32_t k = 0; k < c->nseries; k++) {
-		tb_series_fast *fs = c->series[k].fast[half];
-		if (fs->buckets)
-			settle_half(fs, &c->series[k].hist[half]);
-	}
+	for (uint32_t k = 0; k < c->nseries; k++)
+		settle_half(c->series[k].fast[half], &c->series[k].hist[half]);
 }
 
 static void release_slot(tb_collector *c, uint32_t i)
