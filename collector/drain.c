@@ -301,10 +301,22 @@ static inline tb_series_fast *fast_of_word(const fast_path *fp, const uint32_t *
 	return (tb_series_fast *)(fp->none + (size_t)tab[w0 & TB_FAST_INDEX_MASK] * TB_FAST_OFFSET_UNIT);
 }
 
+/* The first count of the bucket of top bit e (with the sub-bucket mask's,
+ * so e >= TB_SERIES_HALF_MAG) less the 1024 sub-buckets' shift: one load
+ * where computing it took a copy and a shift of e, and the offset folded
+ * into an add (series_index). */
+#define FIRST(e) ((e) < TB_SERIES_HALF_MAG ? 0 : ((uint64_t)(e) - TB_SERIES_HALF_MAG) << TB_SERIES_HALF_MAG)
+#define FIRST4(e) FIRST(e), FIRST((e) + 1), FIRST((e) + 2), FIRST((e) + 3)
+#define FIRST16(e) FIRST4(e), FIRST4((e) + 4), FIRST4((e) + 8), FIRST4((e) + 12)
+static const uint64_t bucket_first[64] = {FIRST16(0), FIRST16(16), FIRST16(32), FIRST16(48)};
+#undef FIRST16
+#undef FIRST4
+#undef FIRST
+
 /* tb__hist_index for the series layout (TB_SERIES_*, collector.h), in
  * fewer steps: with e the top bit of (v | sub-bucket mask), v >> (e - half
  * magnitude) is (v << half magnitude) >> e, which cannot overflow for
- * v <= H < 2^53; the constant left over goes into the address. */
+ * v <= H < 2^53, and the bucket's place is bucket_first[e]. */
 static inline size_t series_index(uint64_t v, uint64_t *bucket)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -316,8 +328,7 @@ static inline size_t series_index(uint64_t v, uint64_t *bucket)
 	uint64_t e = 63u ^ (unsigned)__builtin_clzll(v | TB_SERIES_SUB_MASK);
 #endif
 	*bucket = e;
-	return (e << TB_SERIES_HALF_MAG) + ((v << TB_SERIES_HALF_MAG) >> e) -
-	       ((size_t)TB_SERIES_HALF_MAG << TB_SERIES_HALF_MAG);
+	return ((v << TB_SERIES_HALF_MAG) >> e) + bucket_first[e];
 }
 _Static_assert(TB_SERIES_UNIT_MAG == 0 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
 	       "series_index: unit magnitude 0, (v << half magnitude) in 64 bits");
