@@ -67,13 +67,18 @@ static int take_lock(tb_collector *c, const char **why)
 	return 0;
 }
 
+/* The counts of one series half (the default layout). */
+static int32_t series_counts_len(void)
+{
+	return tb_hist_counts_len(TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
+				  TB_HIST_DEFAULT_SIG_DIGITS);
+}
+
 /* The bytes of one series half in the pool: its fast record, then its
  * counts (tb_fast_counts). */
 static size_t series_half_bytes(void)
 {
-	int32_t len = tb_hist_counts_len(TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
-					 TB_HIST_DEFAULT_SIG_DIGITS);
-	return sizeof(tb_series_fast) + (size_t)len * sizeof(int64_t);
+	return sizeof(tb_series_fast) + (size_t)series_counts_len() * sizeof(int64_t);
 }
 
 /* The pool's mapping: the "none" record, then max_series x 2 halves. */
@@ -84,8 +89,7 @@ static size_t pool_bytes_for(uint32_t max_series)
 
 static int alloc_series(tb_collector *c)
 {
-	int32_t len = tb_hist_counts_len(TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
-					 TB_HIST_DEFAULT_SIG_DIGITS);
+	int32_t len = series_counts_len();
 	size_t per = series_half_bytes();
 	c->series_pool_bytes = pool_bytes_for(c->cfg.max_series);
 	c->series_pool = mmap(NULL, c->series_pool_bytes, PROT_READ | PROT_WRITE,

@@ -559,14 +559,14 @@ void tb_collector_fold_events(tb_collector *c)
 _Static_assert(TB_SERIES_HALF_MAG + TB_SERIES_BUCKETS == 53 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
 	       "tb_series_fast.seen: a byte for every top bit a value up to H can have");
 
-/* The counts of a series half that seen[b] (tb_series_fast) stands for:
- * [*from, *to). */
+/* The counts of a series half that seen[b] (tb_series_fast) stands for,
+ * [*from, *to): the upper half of sub-buckets from bucket_first, all of
+ * them for b = 0 (series_index). */
 static void bucket_counts(const tb_hist *h, unsigned b, int32_t *from, int32_t *to)
 {
-	unsigned e = b + TB_SERIES_HALF_MAG;
-	uint64_t ignored, lo = b == 0 ? 0 : (uint64_t)1 << e;
-	*from = (int32_t)series_index(lo, &ignored);
-	*to = (int32_t)series_index(((uint64_t)2 << e) - 1, &ignored) + 1;
+	uint64_t first = bucket_first[b + TB_SERIES_HALF_MAG], half = (uint64_t)1 << TB_SERIES_HALF_MAG;
+	*from = (int32_t)(b == 0 ? first : first + half);
+	*to = (int32_t)(first + 2 * half);
 	if (*to > h->counts_len)
 		*to = h->counts_len;
 }
