@@ -274,6 +274,12 @@ void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
  * hold up the caller (an interval's close, the shutdown) for ever. Returns
  * the events taken. */
 uint64_t tb_collector_drain_all(tb_collector *c);
+/* Between the metrics of a close: drain passes while some ring still gives
+ * a whole batch (bounded as tb_collector_drain_all), so that each metric a
+ * close handles (a few hundred microseconds) leaves a ring at full rate no
+ * fuller than that metric's share. One pass a metric took a batch from each
+ * ring and let a close fill it (bench/README.md). Returns the events taken. */
+uint64_t tb_collector_catch_up(tb_collector *c);
 /* Add what the fast path recorded per series (both halves) to the series'
  * histograms' totals and to the per-metric counts; drain_all, the interval
  * close and whatever reads either call it first. */

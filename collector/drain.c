@@ -253,26 +253,29 @@ static void decode(tb_collector *c, uint32_t slot, uint64_t w0, uint64_t w1, int
 
 /* The drain's fast path takes the common event without decode(): a SPAN of
  * a metric that already has a series on this ring, its duration in [0, H],
- * completing in the current interval at or after late_before_ns (so neither
- * late nor the next interval's). It records exactly what decode() would
- * (test_collector checks that it does); every other event goes to decode().
- * What it needs is set once per visit of a ring. */
+ * completing in the open half's interval at or after late_before_ns (so
+ * neither late nor a later interval's). Outside a close that is the current
+ * interval; during one, the next (the closing half takes nothing more), so
+ * the drain keeps its speed while a close runs. It records exactly what
+ * decode() would (test_collector checks that it does, in both); every other
+ * event goes to decode(). What it needs is set once per visit of a ring. */
 typedef struct fast_path {
 	uint64_t from, span; /* completion, monotonic ns: from + [0, span) */
-	const uint32_t *fast_of; /* the ring's table for the current half */
+	const uint32_t *fast_of; /* the ring's table for the open half */
 	char *none;              /* c->fast_none, which the table's offsets are from */
 } fast_path;
 
 static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_path *fp)
 {
-	int64_t end = c->interval_start_ns + c->cfg.interval_ns, from, to;
-	fp->fast_of = f->t.fast_of[c->cur];
+	int64_t end, from, to;
+	fp->fast_of = f->t.fast_of[c->open_half];
 	fp->none = (char *)c->fast_none;
 	fp->from = 0;
 	fp->span = 0; /* none */
-	/* wall-clock bounds less the offset record() adds; none while a close
-	 * moves the open half, or in a test that wants decode() for all */
-	if (!c->decode_only && c->open_half == c->cur &&
+	/* the open half's interval, [late_before_ns, its end), in wall-clock
+	 * time (record()), less the offset record() adds; none in a test that
+	 * wants decode() for all */
+	if (!c->decode_only && !__builtin_add_overflow(c->late_before_ns, c->cfg.interval_ns, &end) &&
 	    !__builtin_sub_overflow(c->late_before_ns, c->clock_offset_ns, &from) &&
 	    !__builtin_sub_overflow(end, c->clock_offset_ns, &to)) {
 		/* an interval that began before the clock's zero (a long one,
@@ -537,6 +540,16 @@ uint64_t tb_collector_drain_all(tb_collector *c)
 	while (passes-- > 0 && (n = tb_collector_drain_pass(c)) > 0)
 		total += n;
 	tb_collector_fold_events(c);
+	return total;
+}
+
+uint64_t tb_collector_catch_up(tb_collector *c)
+{
+	uint32_t passes = 2 * (c->seg.layout.ring_capacity / TB_COLLECTOR_BATCH + 1);
+	uint64_t total = 0;
+	do
+		total += tb_collector_drain_pass(c);
+	while (c->last_pass_full && --passes > 0);
 	return total;
 }
 

@@ -239,7 +239,7 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	 * the first time a series half is used), long enough to fill a ring at
 	 * full rate. What it takes goes to the next half, as late if it
 	 * completed in this interval (see open_half). */
-	tb_collector_set_closing(c, true); /* from here the fast path records nothing */
+	tb_collector_set_closing(c, true); /* from here what is drained is the next half's */
 	tb_collector_fold_events(c);
 	tb_collector_settle_bounds(c, c->cur);
 	for (uint32_t m = 0; rc == 0 && m < c->seg.layout.metric_capacity; m++) {
@@ -247,7 +247,7 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
 			rc = close_metric(c, (uint16_t)m, base, length_ns, bus_drops, gap_ns);
 			if (!c->stopping)
-				tb_collector_drain_pass(c);
+				tb_collector_catch_up(c);
 		}
 	}
 	if (rc == 0 && c->side.len)

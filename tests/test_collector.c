@@ -192,6 +192,11 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	assert_int_equal(next, cur ^ 1);
 	assert_int_equal(f->c.open_half, next);
 	assert_int_equal(f->c.late_before_ns, f->c.interval_start_ns);
+	/* the next interval's 25 by the fast path, the late ones by decode() */
+	tb_series *s1 = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
+	assert_non_null(s1);
+	assert_int_equal(s1->fast[next]->events, 25);
+	tb_collector_fold_events(&f->c);
 	assert_int_equal(series_total(f, next, 0), 40);
 	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[0])].events, 40);
 	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[0])].late, 40);
@@ -200,6 +205,34 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].late, 0);
 	assert_int_equal(series_total(f, next, 2), 30);
 	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[2])].late, 30);
+}
+
+/* A close drains between its metrics until no ring holds a whole batch,
+ * and the fast path takes what it drains for the next half: a ring holding
+ * many batches when the close begins is empty when it ends, not left a batch
+ * a metric the emptier (which let a close at full rate fill it). */
+static void a_close_empties_a_ring_that_holds_many_batches(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	int cur = f->c.cur;
+	for (int k = 0; k < METRICS; k++)
+		spans(f, k, 10, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	int n = 12 * TB_COLLECTOR_BATCH; /* many passes' worth, past METRICS batches */
+	assert_true(n < (int)f->c.seg.layout.ring_capacity);
+	spans(f, 1, n, at(f, len + len / 2), 3000);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	int next = f->c.cur;
+	assert_int_equal(next, cur ^ 1);
+	assert_int_equal(tb_collector_drain_pass(&f->c), 0);
+	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
+	assert_non_null(s);
+	assert_int_equal(s->fast[next]->events, n); /* all of them by the fast path */
+	tb_collector_fold_events(&f->c);
+	assert_int_equal(series_total(f, next, 1), n);
+	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].events, n);
+	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].late, 0);
 }
 
 /* The drain's fast path counts events per series; a close reached straight
@@ -744,8 +777,9 @@ static void write_stream(tb_producer *p, const tb_metric_t *m, const uint64_t *i
  * the first pass over the ring; part of a ring, across its end; a whole
  * ring, all in the second pass, the drain stopping at a slot that holds a
  * first pass's event of id 16383 (the last entries of the fast path's
- * table). */
-static void drain_matches_decode(void **state, uint32_t prefill)
+ * table). With `closing`, drained while a close is under way (after the
+ * prefill, which makes every series). */
+static void drain_matches_decode(void **state, uint32_t prefill, bool closing)
 {
 	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns;
@@ -766,7 +800,8 @@ static void drain_matches_decode(void **state, uint32_t prefill)
 	assert_true(cap - 1 > tb_metric_id(f->m[METRICS - 1]));
 	static const int64_t latencies[] = {0, 1, 2, 1000, 2047, 2048, 123456789, H - 1, H, H + 1,
 					    (int64_t)1 << 45, -1, -1000, (int64_t)1 << 47};
-	const int64_t dones[] = {0, 1, len / 2, len - 1, len, len + 1, len + len / 2, -1, -len / 2};
+	const int64_t dones[] = {0,   1,	 len / 2, len - 1, len,	   len + 1,
+				 len + len / 2, 2 * len - 1, 2 * len, 2 * len + 1, -1, -len / 2};
 	static uint64_t intended[STREAM], done[STREAM];
 	static tb_metric_t pm[STREAM], qms[STREAM];
 	static bool mark[STREAM];
@@ -816,9 +851,19 @@ static void drain_matches_decode(void **state, uint32_t prefill)
 		bad0 = f->c.slots[f->p->slot].bad_events;
 		assert_int_equal(f->c.slots[q->slot].bad_events, bad0);
 	}
+	/* during a close what is drained is the next half's, the fast path's
+	 * too (from the closing interval's end), and nothing is the closing half's */
+	if (closing)
+		tb_collector_set_closing(&f->c, true);
+	int open = f->c.open_half, shut = closing ? f->c.cur : -1;
 	for (int h = 0; h < 2; h++)
 		for (int m = 0; m < METRICS; m++)
 			base[h][m] = f->c.counts[h][tb_metric_id(f->m[m])];
+	int64_t shut_totals[2][METRICS] = {{0}};
+	for (int m = 0; closing && m < METRICS; m++) {
+		shut_totals[0][m] = tb_hist_total(&f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[m])]->hist[shut]);
+		shut_totals[1][m] = tb_hist_total(&f->c.slots[q->slot].t.series_of[tb_metric_id(f->m[m])]->hist[shut]);
+	}
 	f->c.decode_only = true;
 	write_stream(f->p, pm, intended, done, mark);
 	tb_collector_drain_all(&f->c);
@@ -855,10 +900,15 @@ static void drain_matches_decode(void **state, uint32_t prefill)
 		}
 		/* every case was there to compare */
 		const tb_metric_counts *m0 = &before[h][0];
+		if (h == shut) {
+			for (int m = 0; m < METRICS; m++)
+				assert_int_equal(before[h][m].events, 0);
+			continue;
+		}
 		assert_true(m0->events > 0);
 		assert_true(m0->negative > 0 && m0->clamped > 0);
 	}
-	assert_true(before[f->c.cur][0].late > 0);
+	assert_true(before[open][0].late > 0);
 	for (int m = 0; m < METRICS; m++) {
 		tb_series *a = f->c.slots[s0].t.series_of[tb_metric_id(f->m[m])];
 		tb_series *b = f->c.slots[s1].t.series_of[tb_metric_id(f->m[m])];
@@ -876,24 +926,35 @@ static void drain_matches_decode(void **state, uint32_t prefill)
 			assert_int_equal(hb->clamped, ha->clamped);
 			assert_memory_equal(hb->counts, ha->counts, (size_t)ha->counts_len * sizeof(int64_t));
 		}
-		assert_true(a->hist[f->c.cur].total > 0 && a->hist[f->c.cur ^ 1].total > 0);
+		if (closing) {
+			assert_int_equal(tb_hist_total(&a->hist[shut]), shut_totals[0][m]);
+			assert_int_equal(tb_hist_total(&b->hist[shut]), shut_totals[1][m]);
+			assert_true(a->hist[open].total > 0);
+		} else {
+			assert_true(a->hist[f->c.cur].total > 0 && a->hist[f->c.cur ^ 1].total > 0);
+		}
 	}
 	tb_detach(q);
 }
 
 static void the_drain_records_as_decode_does(void **state)
 {
-	drain_matches_decode(state, 0);
+	drain_matches_decode(state, 0, false);
 }
 
 static void the_drain_records_as_decode_does_across_the_ring_end(void **state)
 {
-	drain_matches_decode(state, 2000);
+	drain_matches_decode(state, 2000, false);
 }
 
 static void the_drain_records_as_decode_does_in_the_second_pass(void **state)
 {
-	drain_matches_decode(state, 4096);
+	drain_matches_decode(state, 4096, false);
+}
+
+static void the_drain_records_as_decode_does_during_a_close(void **state)
+{
+	drain_matches_decode(state, 2000, true);
 }
 
 int main(void)
@@ -902,6 +963,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(drained_during_close_count_in_the_next_interval, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(late_outside_a_close_stays_in_the_current_half, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_close_empties_a_ring_that_holds_many_batches, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_close_after_bare_passes_counts_every_event, setup,
 						teardown),
@@ -925,6 +988,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does_across_the_ring_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does_in_the_second_pass, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does_during_a_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_spoiled_event_does_not_stall_the_ring, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
