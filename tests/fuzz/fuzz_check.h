@@ -63,7 +63,7 @@ static inline void fuzz_check_hist(const tb_hist *h)
 		   "counts_len %d for L=%lld H=%lld S=%d", h->counts_len, (long long)h->lowest,
 		   (long long)h->highest, h->sig_digits);
 	int64_t sum = 0;
-	int32_t top = -1; /* highest non-empty index */
+	int32_t top = -1, low = -1; /* highest non-empty index; lowest above 0 */
 	for (int32_t i = 0; i < h->counts_len; i++) {
 		int32_t left = h->counts_len - i;
 		int32_t n = left < FUZZ_ZERO_CHUNK ? left : FUZZ_ZERO_CHUNK;
@@ -78,9 +78,18 @@ static inline void fuzz_check_hist(const tb_hist *h)
 			   "the counts sum past INT64_MAX at index %d, so no int64 total can equal it", i);
 		if (c)
 			top = i;
+		if (c && i > 0 && low < 0)
+			low = i;
 	}
 	FUZZ_CHECK(h->total == sum, "total %lld, sum of counts %lld", (long long)h->total,
 		   (long long)sum);
+	/* min_raw is the least value above 0 (0 where nothing above 0 was
+	 * recorded) */
+	if (low < 0)
+		FUZZ_CHECK(h->min_raw == 0, "min_raw %lld with no count above 0", (long long)h->min_raw);
+	else
+		FUZZ_CHECK(h->min_raw > 0 && tb_hist_index_of(h, h->min_raw) == low,
+			   "min_raw %lld, lowest count above 0 at index %d", (long long)h->min_raw, low);
 	if (sum == 0)
 		return;
 	if (h->max_raw > 0)
