@@ -142,6 +142,8 @@ static int alloc_state(tb_collector *c)
 	if (!c->scratch)
 		return -ENOMEM;
 	rc = tb_join_init(&c->join, c->cfg.join_capacity, c->cfg.join_timeout_ns);
+	if (rc == 0)
+		rc = tb_collector_folds_init(c);
 	return rc < 0 ? rc : alloc_series(c);
 }
 
@@ -230,7 +232,9 @@ static int finish(tb_collector *c)
 	int rc = 0;
 	while (rc == 0 && now >= c->interval_start_ns + c->cfg.interval_ns)
 		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
-	/* the partial interval, with its true length */
+	/* the partial interval, with its true length (and what was folded
+	 * since the last close, which may be all it has) */
+	tb_collector_take_folds(c, c->cur);
 	if (rc == 0 && half_has_data(c, c->cur))
 		rc = tb_collector_close_interval(c, now - c->interval_start_ns);
 	/* events stamped after now by a producer's clock: one more partial */
@@ -304,6 +308,8 @@ void tb_collector_close(tb_collector *c)
 	free(c->counts[0]);
 	free(c->counts[1]);
 	free(c->metric_ready);
+	free(c->fold_value);
+	free(c->fold_grew);
 	free(c->series);
 	if (c->series_pool)
 		munmap(c->series_pool, c->series_pool_bytes);

@@ -64,6 +64,7 @@
 /* Counters kept per metric and interval (all reach the sidecar). */
 typedef struct tb_metric_counts {
 	uint64_t events, negative, late, clamped, unmatched_start, unmatched_end;
+	uint64_t folded; /* of events: taken from fold lanes (folds.c) */
 } tb_metric_counts;
 
 typedef struct tb_growbuf {
@@ -144,7 +145,9 @@ typedef struct tb_slot_follow {
 	uint64_t dropped_seen;  /* slot->dropped when last read */
 	uint64_t pending_drops; /* drops of an owner that left before the interval closed */
 	uint64_t interval_events;
-	uint64_t bad_events;    /* unregistered metric or unknown kind */
+	uint64_t interval_folded; /* taken from its fold lanes this interval */
+	bool folds_unsure;      /* followed since its lanes were last read: read them all */
+	uint64_t bad_events;    /* unregistered metric or unknown kind; a fold lane's impossible counts */
 	uint32_t high_water;    /* most events waiting, this interval */
 	int64_t partial_after_ns; /* monotonic: tb_collector_poll_pass reads short again from then */
 	char reason[96];        /* why it was quarantined */
@@ -189,6 +192,8 @@ typedef struct tb_collector {
 	char *series_pool;    /* that record, then each series half's fast record and counts */
 	size_t series_pool_bytes;
 	tb_hist merged;         /* scratch for one metric's interval; the layout of every series */
+	int64_t *fold_value;    /* per fold lane count index: the value its events are recorded at */
+	uint64_t *fold_grew;    /* scratch: how much each count of the lane being read grew */
 	uint8_t *scratch;       /* V2 encoding scratch */
 	size_t scratch_cap;
 	tb_growbuf log;         /* one interval's log lines */
@@ -293,6 +298,22 @@ void tb_collector_fold_events(tb_collector *c);
 void tb_collector_settle_bounds(tb_collector *c, int half);
 /* At stop: every parked START/END half is reported unmatched. */
 void tb_collector_expire_all(tb_collector *c);
+
+/* The series of (slot, metric), taken from the pool if it has none yet;
+ * NULL once the pool is spent (counted in series_exhausted). */
+tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric);
+/* Whether metric id `metric` is registered (remembered once seen). */
+bool tb_collector_metric_ready(tb_collector *c, uint16_t metric);
+
+/* folds.c */
+/* The values fold lane counts are recorded at (c->fold_value). */
+int tb_collector_folds_init(tb_collector *c);
+/* Record what the producer of slot i folded into its lanes since they were
+ * last read into the series histograms' half `half`, with the per-metric
+ * counts; the lanes marked dirty only, or all of them. */
+void tb_collector_take_slot_folds(tb_collector *c, uint32_t i, int half, bool all);
+/* The same for every followed ring (the close, before it merges `half`). */
+void tb_collector_take_folds(tb_collector *c, int half);
 
 /* interval.c */
 /* Drops on ring i since they were last read. */

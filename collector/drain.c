@@ -123,6 +123,7 @@ static void follow(tb_collector *c, uint32_t i)
 	uint64_t reported = __atomic_load_n(&s->dropped_reported, __ATOMIC_RELAXED);
 	f->dropped_seen = reported <= dropped ? reported : dropped;
 	f->cons = __atomic_load_n(&ring->c_head, __ATOMIC_ACQUIRE);
+	f->folds_unsure = true; /* its lanes are read whole at the next close */
 	uint32_t hint;
 	if (!hint_in_range(c, f, ring, &hint))
 		quarantine(c, i, "ring indices out of range at attach");
@@ -161,6 +162,12 @@ static inline int64_t add_sat(int64_t a, int64_t b)
 	return r;
 }
 
+tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric)
+{
+	tb_series *s = c->slots[slot].t.series_of[metric];
+	return s ? s : new_series(c, slot, metric);
+}
+
 static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t latency,
 		   int64_t completion_mono)
 {
@@ -179,9 +186,7 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 		latency = 0;
 	}
 	mc->events++;
-	tb_series *s = c->slots[slot].t.series_of[metric];
-	if (!s)
-		s = new_series(c, slot, metric);
+	tb_series *s = tb_collector_series(c, slot, metric);
 	if (TB_UNLIKELY(!s))
 		return;
 	tb_hist *h = &s->hist[half];
@@ -196,7 +201,7 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 /* Metrics are registered once and never removed: a metric seen READY is
  * remembered, so the hot loop reads no shared line for it again. The array
  * covers every 14-bit id; ids past the segment's capacity are never set. */
-static bool metric_ready(tb_collector *c, uint16_t metric)
+bool tb_collector_metric_ready(tb_collector *c, uint16_t metric)
 {
 	if (TB_LIKELY(c->metric_ready[metric]))
 		return true;
@@ -227,7 +232,7 @@ static void decode(tb_collector *c, uint32_t slot, uint64_t w0, uint64_t w1, int
 	uint64_t field = w0 >> TB_FIELD_SHIFT;
 	int64_t at = (int64_t)w1, latency = 0;
 	int rc;
-	if (!metric_ready(c, metric)) {
+	if (!tb_collector_metric_ready(c, metric)) {
 		c->slots[slot].bad_events++;
 		return;
 	}
@@ -675,6 +680,10 @@ static void release_slot(tb_collector *c, uint32_t i)
 	 * stopped (or 0 if it is corrupt), hint with them, and every slot
 	 * marked not written, whatever the last owner left in them */
 	tb_seg_ring_reset(&c->seg, i, f->followed && !f->quarantined ? f->cons : 0);
+	/* and its fold lanes, once what its owner folded is taken */
+	if (f->followed && !f->quarantined)
+		tb_collector_take_slot_folds(c, i, c->open_half, true);
+	tb_seg_folds_reset(&c->seg, i);
 	/* keep what it dropped for the sidecar of this interval */
 	if (f->followed)
 		f->pending_drops += tb_collector_slot_drops(c, i);

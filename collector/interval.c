@@ -110,9 +110,9 @@ static int sidecar_row(tb_growbuf *b, double start, const char *scope, const cha
 		snprintf(gap, sizeof(gap), "%" PRId64, gap_ns / 1000);
 	int n = snprintf(b->p + b->len, SIDECAR_ROW_MAX,
 			 "%.3f,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s\n",
+			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 "\n",
 			 start, scope, name, mc->events, dropped, mc->negative, mc->late, mc->clamped,
-			 mc->unmatched_start, mc->unmatched_end, high_water, gap);
+			 mc->unmatched_start, mc->unmatched_end, high_water, gap, mc->folded);
 	b->len += (size_t)(n < SIDECAR_ROW_MAX ? n : SIDECAR_ROW_MAX - 1);
 	return 0;
 }
@@ -161,7 +161,8 @@ static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int64
 	*rows = 0;
 	for (uint32_t i = 0; rc == 0 && i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
-		if (!f->interval_events && !drops[i] && !f->bad_events && !f->quarantined)
+		if (!f->interval_events && !f->interval_folded && !drops[i] && !f->bad_events &&
+		    !f->quarantined)
 			continue;
 		char thread[TB_THREAD_NAME_MAX], name[96];
 		memcpy(thread, tb_seg_slot(&c->seg, i)->thread_name, sizeof(thread));
@@ -172,7 +173,8 @@ static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int64
 		}
 		snprintf(name, sizeof(name), "ring%u:%d:%s%s", i, (int)f->pid, thread,
 			 f->quarantined ? ":quarantined" : "");
-		tb_metric_counts mc = {.events = f->interval_events};
+		tb_metric_counts mc = {.events = f->interval_events + f->interval_folded,
+				       .folded = f->interval_folded};
 		rc = sidecar_row(&c->side, start, "ring", name, &mc, drops[i], f->high_water, gap_ns);
 		++*rows;
 		if (rc == 0 && f->bad_events) {
@@ -180,6 +182,7 @@ static int slot_rows(tb_collector *c, double start, const uint64_t *drops, int64
 			rc = sidecar_row(&c->side, start, "ring-bad-events", name, &bad, 0, 0, -1);
 		}
 		f->interval_events = 0;
+		f->interval_folded = 0;
 		f->bad_events = 0;
 		f->high_water = 0;
 	}
@@ -218,6 +221,7 @@ static int close_metric(tb_collector *c, uint16_t m, double base, int64_t length
 int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 {
 	double base = tb_writer_begin_interval(c->writer, c->interval_start_ns);
+	tb_collector_take_folds(c, c->cur); /* before the ring rows, which show them */
 	uint64_t drops[c->seg.layout.slot_count];
 	uint64_t bus_drops = collect_drops(c, drops);
 	c->log.len = c->side.len = 0;

@@ -3,7 +3,7 @@
  *   tailbusd --bus NAME --log-dir D [--dir SEGDIR] [--cpu N] [--interval 1s]
  *            [--rotate-seconds S] [--rotate-bytes B] [--keep N] [--idle-us U]
  *            [--backoff-ns N] [--evict-lines] [--io-fallback] [--fresh] [--slots N] [--ring-events N]
- *            [--metrics N] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
+ *            [--metrics N] [--fold-lanes N] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
  *
  * It says at start-up where the segment is and on which pages, which write
  * path it uses and why, and where the log goes; SIGINT or SIGTERM stops it
@@ -54,6 +54,8 @@ static void usage(FILE *out)
 		"  --io-fallback        write with a pwrite thread instead of io_uring\n"
 		"  --fresh              remove an existing segment of this bus first\n"
 		"  --slots N --ring-events N --metrics N   segment sizes when creating it\n"
+		"  --fold-lanes N       ... and the metrics per ring whose SPANs a full ring folds into a\n"
+		"                       2-digit histogram instead of dropping (0-8, default 4; 0: drop)\n"
 		"  --group GID          create the segment 0660 for this group\n"
 		"  --mlock              lock memory (mlockall)\n"
 		"  --fifo PRIO          run SCHED_FIFO at PRIO\n"
@@ -102,6 +104,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		{"backoff-ns", 1, 0, 'n'}, {"evict-lines", 0, 0, 'E'},
 		{"io-fallback", 0, 0, 'F'}, {"fresh", 0, 0, 'f'},      {"slots", 1, 0, 's'},
 		{"ring-events", 1, 0, 'r'}, {"metrics", 1, 0, 'm'},    {"group", 1, 0, 'g'},
+		{"fold-lanes", 1, 0, 'o'},
 		{"mlock", 0, 0, 'L'},      {"fifo", 1, 0, 'P'},        {"foreground", 0, 0, 'G'},
 		{"help", 0, 0, 'h'},       {0, 0, 0, 0}};
 	tb_collector_config_default(&o->cfg);
@@ -127,6 +130,10 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 's': ok = parse_u64(optarg, &v) && v > 0; o->cfg.seg.slot_count = (uint32_t)v; break;
 		case 'r': ok = parse_u64(optarg, &v) && v > 1; o->cfg.seg.ring_capacity = (uint32_t)v; break;
 		case 'm': ok = parse_u64(optarg, &v) && v > 0; o->cfg.seg.metric_capacity = (uint32_t)v; break;
+		case 'o':
+			ok = parse_u64(optarg, &v) && v <= TB_FOLD_LANES_MAX;
+			o->cfg.seg.fold_lanes = (uint32_t)v;
+			break;
 		case 'g': ok = parse_u64(optarg, &v); o->cfg.seg.group = (gid_t)v; break;
 		case 'L': o->mlock = true; break;
 		case 'P': ok = parse_u64(optarg, &v) && v >= 1 && v <= 99; o->fifo = (int)v; break;

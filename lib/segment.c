@@ -51,12 +51,14 @@ void tb_seg_config_default(tb_seg_config *c)
 	c->live_hist_bytes = TB_SEG_DEFAULT_LIVE_HIST_BYTES;
 	c->group = (gid_t)-1;
 	c->wait_ms = TB_SEG_DEFAULT_WAIT_MS;
+	c->fold_lanes = TB_FOLD_DEFAULT_LANES;
 }
 
 int tb_seg_layout(const tb_seg_config *c, tb_seg_header *h)
 {
 	if (c->slot_count == 0 || c->ring_capacity < 2 || c->metric_capacity == 0 ||
-	    c->metric_capacity > TB_MAX_METRICS || c->live_intervals == 0)
+	    c->metric_capacity > TB_MAX_METRICS || c->live_intervals == 0 ||
+	    c->fold_lanes > TB_FOLD_LANES_MAX)
 		return -EINVAL;
 	memset(h, 0, sizeof(*h));
 	h->abi_major = TB_ABI_MAJOR;
@@ -76,7 +78,10 @@ int tb_seg_layout(const tb_seg_config *c, tb_seg_header *h)
 	h->rings_off = align_up(h->live_off + h->metric_capacity * h->live_stride, 4096);
 	h->ring_stride = align_up(TB_RING_HEADER_SIZE + (uint64_t)h->ring_capacity * sizeof(tb_event),
 				  4096);
-	h->total_size = h->rings_off + (uint64_t)h->slot_count * h->ring_stride;
+	h->fold_lanes = c->fold_lanes;
+	h->folds_off = h->rings_off + (uint64_t)h->slot_count * h->ring_stride;
+	h->fold_stride = align_up((uint64_t)h->fold_lanes * sizeof(tb_fold_lane), 4096);
+	h->total_size = h->folds_off + (uint64_t)h->slot_count * h->fold_stride;
 	return 0;
 }
 
@@ -101,16 +106,18 @@ int tb_seg_validate(const tb_seg_header *h, size_t size, const char **why)
 		return fail(why, "header: incompatible ABI major version", -EPROTO);
 	if (h->slot_count == 0 || h->metric_capacity == 0 || h->metric_capacity > TB_MAX_METRICS ||
 	    (h->metric_capacity & (h->metric_capacity - 1)) || h->ring_capacity < 2 ||
-	    (h->ring_capacity & (h->ring_capacity - 1)) || h->live_intervals == 0)
+	    (h->ring_capacity & (h->ring_capacity - 1)) || h->live_intervals == 0 ||
+	    h->fold_lanes > TB_FOLD_LANES_MAX)
 		return fail(why, "header: capacities out of range", -EINVAL);
 	/* recompute the layout from the capacities: offsets must be exactly ours */
 	tb_seg_config c = {h->slot_count, h->ring_capacity, h->metric_capacity, h->live_intervals,
-			   h->live_hist_bytes, (gid_t)-1, 0};
+			   h->live_hist_bytes, (gid_t)-1, 0, h->fold_lanes};
 	tb_seg_header want;
 	if (tb_seg_layout(&c, &want) < 0 || want.slots_off != h->slots_off ||
 	    want.metrics_off != h->metrics_off || want.live_off != h->live_off ||
 	    want.live_stride != h->live_stride || want.rings_off != h->rings_off ||
-	    want.ring_stride != h->ring_stride || want.total_size != h->total_size)
+	    want.ring_stride != h->ring_stride || want.folds_off != h->folds_off ||
+	    want.fold_stride != h->fold_stride || want.total_size != h->total_size)
 		return fail(why, "header: region offsets do not match the capacities", -EINVAL);
 	if (h->total_size > size)
 		return fail(why, "header: total size larger than the file", -EINVAL);
@@ -257,6 +264,12 @@ void tb_seg_ring_reset(tb_seg *s, uint32_t i, uint32_t index)
 		events[k].w0 = tb_lap_bit(next, log2) ^ TB_LAP_BIT;
 		events[k].w1 = 0;
 	}
+}
+
+void tb_seg_folds_reset(tb_seg *s, uint32_t i)
+{
+	if (s->layout.fold_lanes)
+		memset(tb_seg_fold_lane(s, i, 0), 0, s->layout.fold_lanes * sizeof(tb_fold_lane));
 }
 
 static void init_rings(tb_seg *s)

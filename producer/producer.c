@@ -34,6 +34,9 @@ static void make_noop(tb_producer *p, int error, const char *why)
 	p->log2 = 0;
 	p->ring = NULL;
 	p->shared_dropped = &p->dropped;
+	p->folds = NULL;
+	p->fold_lanes = 0;
+	p->shared_folded = &p->folded;
 	p->slot = -1;
 	p->error = error;
 	p->why = why;
@@ -46,6 +49,48 @@ static void place(tb_producer *p, uint32_t head)
 	p->lap_start = head & ~p->mask;
 	p->lap = tb_lap_bit(head, p->log2);
 	p->cur = p->stop = p->events + (head & p->mask);
+}
+
+/* A SPAN that found the ring full, into the lane of its metric (taking a
+ * free one for it if need be). False: not a SPAN, or no lane for it. */
+static bool fold(tb_producer *p, uint64_t w0)
+{
+	if ((w0 & TB_KIND_MASK) != TB_EV_SPAN)
+		return false;
+	uint32_t metric = (uint32_t)(w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1);
+	if (metric == TB_METRIC_NONE_ID) /* no metric: the collector would count it bad */
+		return false;
+	tb_fold_lane *lane = NULL;
+	for (uint32_t k = 0; k < p->fold_lanes; k++) {
+		if (p->fold_metric1[k] == metric + 1) {
+			lane = &p->folds[k];
+			break;
+		}
+		if (p->fold_metric1[k] == 0) { /* lanes are taken in order: the first free one */
+			p->fold_metric1[k] = metric + 1;
+			lane = &p->folds[k];
+			__atomic_store_n(&lane->metric1, metric + 1, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	if (!lane)
+		return false;
+	int64_t d = (int64_t)w0 >> TB_FIELD_SHIFT; /* TB_FIELD_INVALID: negative */
+	uint64_t v = (uint64_t)d;
+	if (d < 0) {
+		v = 0;
+		__atomic_store_n(&lane->negative, lane->negative + 1, __ATOMIC_RELAXED);
+	} else if (d > TB_FOLD_HIGHEST) {
+		v = (uint64_t)TB_FOLD_HIGHEST;
+		__atomic_store_n(&lane->clamped, lane->clamped + 1, __ATOMIC_RELAXED);
+	}
+	uint64_t *count = &lane->counts[tb_fold_index(v)];
+	__atomic_store_n(count, *count + 1, __ATOMIC_RELAXED);
+	/* after the count (release): the collector that clears it reads it */
+	__atomic_store_n(&lane->dirty, 1, __ATOMIC_RELEASE);
+	p->folded++;
+	__atomic_store_n(p->shared_folded, p->folded, __ATOMIC_RELAXED);
+	return true;
 }
 
 void tb__full(tb_producer *p, uint64_t w0, uint64_t w1)
@@ -73,6 +118,8 @@ void tb__full(tb_producer *p, uint64_t w0, uint64_t w1)
 			tb__emit(p, w0, w1);
 			return;
 		}
+		if (fold(p, w0))
+			return;
 	}
 	p->dropped++;
 	/* only this thread writes its slot's counter: relaxed is enough for
@@ -111,6 +158,7 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 			strncpy(s->thread_name, thread_name, sizeof(s->thread_name) - 1);
 		s->dropped = 0;
 		s->dropped_reported = 0;
+		s->folded = 0;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		s->attached_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -166,6 +214,14 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 	__atomic_store_n(&p->ring->p_tail, p->head_seen, __ATOMIC_RELEASE);
 	p->written = 0;
 	p->shared_dropped = &tb_seg_slot(seg, (uint32_t)slot)->dropped;
+	p->shared_folded = &tb_seg_slot(seg, (uint32_t)slot)->folded;
+	/* a FREE slot's lanes are free and empty (the collector resets them
+	 * when it frees the slot); a metric takes one on its first fold */
+	p->fold_lanes = seg->layout.fold_lanes;
+	if (p->fold_lanes) {
+		p->folds = tb_seg_fold_lane(seg, (uint32_t)slot, 0);
+		prefault_ring(p->folds, seg->layout.fold_stride);
+	}
 	return p;
 }
 
@@ -200,7 +256,8 @@ void tb_producer_stats_get(const tb_producer *p, tb_producer_stats *st)
 {
 	st->written = p->written + (p->events ? tb__head(p) - p->head_seen : 0);
 	st->dropped = p->dropped;
-	st->attempted = st->written + st->dropped;
+	st->folded = p->folded;
+	st->attempted = st->written + st->dropped + st->folded;
 }
 
 int tb_producer_error(const tb_producer *p, const char **why)

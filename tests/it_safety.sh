@@ -126,7 +126,7 @@ group_permissions() {
 		"$TB_EMIT" --bus $bus --count 100 --prefix out 2>&1) || rc2=$?
 	sleep 0.3
 	stop_collector "$cpid" || return 1
-	[[ $rc1 -eq 0 && "$member" == "100 100 0" ]] || { echo "  group member: $member"; return 1; }
+	[[ $rc1 -eq 0 && "$member" == "100 100 0 0" ]] || { echo "  group member: $member"; return 1; }
 	[[ $rc2 -ne 0 ]] || { echo "  outsider attached: $outsider"; return 1; }
 	[[ $("$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format csv | awk -F, '$1=="grp0"{print $3}') == 100 ]]
 }

@@ -14,7 +14,7 @@
  *   end  : tb_end(seq, base + seq * 1000 + latency)
  * --expect writes the per-metric figures of the recorded values (from an
  * in-process histogram) as "metric total p50 p90 p99 p99.9 p99.99 max"; the
- * process's own stats go to stdout as "attempted written dropped".
+ * process's own stats go to stdout as "attempted written dropped folded".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -207,7 +207,9 @@ int main(int argc, char **argv)
 		total.attempted += w[t].stats.attempted;
 		total.written += w[t].stats.written;
 		total.dropped += w[t].stats.dropped;
+		total.folded += w[t].stats.folded;
 	}
-	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", total.attempted, total.written, total.dropped);
+	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", total.attempted, total.written,
+	       total.dropped, total.folded);
 	return status;
 }

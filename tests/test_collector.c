@@ -463,9 +463,20 @@ static void the_poll_pass_reads_short_rings_only_when_due(void **state)
 			 10 + 10 + TB_COLLECTOR_BATCH + 7 + 5);
 }
 
-/* The last column of the sidecar's ring row for the interval that starts
- * at start_ns, or -1 without one; *metric_empty: whether the metric rows of
- * that interval leave the column empty. */
+/* Column k (from 0) of a sidecar row: where it starts, or NULL. */
+static const char *csv_field(const char *line, int k)
+{
+	while (k-- > 0 && line)
+		if ((line = strchr(line, ',')))
+			line++;
+	return line;
+}
+#define SIDECAR_GAP_COLUMN 11    /* longest_gap_us */
+#define SIDECAR_FOLDED_COLUMN 12 /* folded */
+
+/* The longest_gap_us column of the sidecar's ring row for the interval that
+ * starts at start_ns, or -1 without one; *metric_empty: whether the metric
+ * rows of that interval leave the column empty. */
 static long long ring_gap(struct fixture *f, int64_t start_ns, bool *metric_empty)
 {
 	assert_int_equal(tb_writer_flush(f->c.writer), 0);
@@ -485,11 +496,11 @@ static long long ring_gap(struct fixture *f, int64_t start_ns, bool *metric_empt
 		if (sscanf(line, "%lf,%15[^,],", &start, scope) != 2 ||
 		    llround(start * 1e3) != start_ns / 1000000)
 			continue;
-		const char *last = strrchr(line, ',');
-		assert_non_null(last);
+		const char *g = csv_field(line, SIDECAR_GAP_COLUMN);
+		assert_non_null(g);
 		if (strcmp(scope, "ring") == 0)
-			gap = atoll(last + 1);
-		else if (strcmp(scope, "metric") == 0 && metric_empty && strcmp(last, ",\n") != 0)
+			gap = atoll(g);
+		else if (strcmp(scope, "metric") == 0 && metric_empty && *g != ',')
 			*metric_empty = false;
 	}
 	assert_int_equal(pclose(csv), 0);
@@ -957,6 +968,239 @@ static void the_drain_records_as_decode_does_during_a_close(void **state)
 	drain_matches_decode(state, 2000, true);
 }
 
+/* ---- fold lanes (folds.c) ---- */
+
+#define RING 4096 /* the fixture's ring_capacity */
+
+/* The series histogram of metric k on slot 0, half `half`. */
+static tb_hist *series_hist(struct fixture *f, int half, int k)
+{
+	tb_series *s = f->c.slots[0].t.series_of[tb_metric_id(f->m[k])];
+	assert_non_null(s);
+	return &s->hist[half];
+}
+
+/* Fill the ring with `RING` spans of metric 0 (1000 ns), then send n more
+ * of metric k with this latency: each finds the ring full and is folded. */
+static void fill_then_fold(struct fixture *f, int k, int n, uint64_t latency)
+{
+	spans(f, 0, RING, at(f, 1000), 1000);
+	tb_producer_stats st;
+	tb_producer_stats_get(f->p, &st);
+	uint64_t before = st.folded;
+	spans(f, k, n, at(f, 2000), latency);
+	tb_producer_stats_get(f->p, &st);
+	assert_int_equal(st.folded - before, n);
+}
+
+/* The sum of column `col` of the sidecar's rows of `scope` (and `name`
+ * unless NULL) for the interval that starts at start_ns. */
+static long long sidecar_sum(struct fixture *f, int64_t start_ns, const char *scope,
+			     const char *name, int col)
+{
+	assert_int_equal(tb_writer_flush(f->c.writer), 0);
+	char cmd[256], line[512];
+	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
+	FILE *csv = popen(cmd, "r");
+	assert_non_null(csv);
+	long long sum = 0;
+	while (fgets(line, sizeof(line), csv)) {
+		double start;
+		char sc[24], nm[96];
+		if (sscanf(line, "%lf,%23[^,],%95[^,],", &start, sc, nm) != 3 ||
+		    llround(start * 1e3) != start_ns / 1000000 || strcmp(sc, scope) != 0 ||
+		    (name && strcmp(nm, name) != 0))
+			continue;
+		const char *v = csv_field(line, col);
+		assert_non_null(v);
+		sum += atoll(v);
+	}
+	assert_int_equal(pclose(csv), 0);
+	return sum;
+}
+
+/* What a full ring folded is recorded at the close into the interval being
+ * closed, at the highest value of its 2-digit count (1000 ns: 1003), with
+ * the metric's events; negative ones at 0 and counted, those past an hour
+ * at an hour and counted as clamped. The log line, the metric's sidecar row
+ * and the ring's show them (folded column), and a second look takes nothing
+ * more. */
+static void folded_spans_count_in_the_closing_interval(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns, start = f->c.interval_start_ns;
+	int cur = f->c.cur;
+	uint16_t id1 = (uint16_t)tb_metric_id(f->m[1]);
+	fill_then_fold(f, 1, 100, 1000);
+	uint64_t done = at(f, 3000);
+	tb_span(f->p, f->m[1], done + 5, done);                          /* negative */
+	tb_span(f->p, f->m[1], done - (uint64_t)TB_FOLD_HIGHEST - 7, done); /* past an hour */
+	assert_int_equal(tb_collector_drain_all(&f->c), RING);
+	/* not yet: folds are taken by the close */
+	assert_int_equal(f->c.counts[cur][id1].events, 0);
+	tb_collector_take_folds(&f->c, cur);
+	tb_metric_counts *mc = &f->c.counts[cur][id1];
+	assert_int_equal(mc->events, 102);
+	assert_int_equal(mc->folded, 102);
+	assert_int_equal(mc->negative, 1);
+	assert_int_equal(mc->clamped, 1);
+	tb_hist *h = series_hist(f, cur, 1);
+	assert_int_equal(tb_hist_total(h), 102);
+	assert_int_equal(h->counts[tb_hist_index_of(h, 1003)], 100);
+	assert_int_equal(h->counts[tb_hist_index_of(h, 1000)], 0);
+	assert_int_equal(h->counts[0], 1);
+	assert_int_equal(h->counts[tb_hist_index_of(h, h->highest)], 1);
+	assert_int_equal(f->c.slots[0].interval_folded, 102);
+	/* taken once: a second look finds nothing new */
+	tb_collector_take_slot_folds(&f->c, 0, cur, true);
+	assert_int_equal(mc->events, 102);
+	assert_int_equal(tb_hist_total(h), 102);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	int64_t totals[METRICS];
+	logged_totals(f, start, totals);
+	assert_int_equal(totals[0], RING);
+	assert_int_equal(totals[1], 102);
+	assert_int_equal(sidecar_sum(f, start, "metric", "m1", SIDECAR_FOLDED_COLUMN), 102);
+	assert_int_equal(sidecar_sum(f, start, "metric", "m1", 3), 102); /* events */
+	assert_int_equal(sidecar_sum(f, start, "metric", "m0", SIDECAR_FOLDED_COLUMN), 0);
+	assert_int_equal(sidecar_sum(f, start, "ring", NULL, SIDECAR_FOLDED_COLUMN), 102);
+	assert_int_equal(sidecar_sum(f, start, "ring", NULL, 3), RING + 102);
+	assert_int_equal(sidecar_sum(f, start, "ring", NULL, 4), 0); /* dropped */
+}
+
+/* A lane is read only once marked dirty (else every close would read every
+ * lane of every ring); a fold after a read marks it again. */
+static void only_dirty_lanes_are_read(void **state)
+{
+	struct fixture *f = *state;
+	int cur = f->c.cur;
+	fill_then_fold(f, 1, 10, 500);
+	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
+	assert_int_equal(lane->dirty, 1);
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(lane->dirty, 0);
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].folded, 10);
+	/* counts that grew with dirty clear (as if the store of 1 were not yet
+	 * seen) wait for the next fold's mark, and are taken whole then */
+	lane->counts[tb_fold_index(500)] += 3;
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].folded, 10);
+	spans(f, 1, 1, at(f, 2000), 500);
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].folded, 14);
+}
+
+/* What a collector took is kept in the lane: one started after it (the
+ * first stopped) takes only what was folded since, none twice. */
+static void a_restarted_collector_takes_only_new_folds(void **state)
+{
+	struct fixture *f = *state;
+	fill_then_fold(f, 2, 40, 700);
+	tb_collector_drain_all(&f->c);
+	tb_collector_take_folds(&f->c, f->c.cur);
+	assert_int_equal(f->c.counts[f->c.cur][tb_metric_id(f->m[2])].folded, 40);
+	tb_collector_config cfg = f->c.cfg;
+	tb_collector_close(&f->c);
+	f->opened = false;
+	/* the producer folds on while no collector runs */
+	fill_then_fold(f, 2, 25, 700);
+	cfg.fresh = false;
+	const char *why = NULL;
+	int rc = tb_collector_open(&f->c, &cfg, &why);
+	if (rc < 0)
+		fail_msg("reopen: %s (%s)", why ? why : "?", strerror(-rc));
+	f->opened = true;
+	/* the new collector's first look reads every lane, dirty or not */
+	tb_seg_fold_lane(&f->c.seg, 0, 0)->dirty = 0;
+	tb_collector_take_folds(&f->c, f->c.cur);
+	assert_int_equal(f->c.counts[f->c.cur][tb_metric_id(f->m[2])].folded, 25);
+	assert_int_equal(f->c.counts[f->c.cur][tb_metric_id(f->m[2])].events, 25);
+}
+
+/* Lanes are untrusted: a count below what was taken, a metric that is not
+ * registered, or more than a read may take, is one bad event of the ring
+ * and nothing recorded; the lane goes on from what it then holds. */
+static void impossible_lanes_are_counted_bad(void **state)
+{
+	struct fixture *f = *state;
+	int cur = f->c.cur;
+	uint16_t id1 = (uint16_t)tb_metric_id(f->m[1]);
+	fill_then_fold(f, 1, 10, 300);
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(f->c.counts[cur][id1].folded, 10);
+	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
+	uint32_t k = tb_fold_index(300);
+	/* a count that went down */
+	lane->counts[k] -= 4;
+	lane->counts[k + 1] += 6;
+	lane->dirty = 1;
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(f->c.counts[cur][id1].folded, 10);
+	assert_int_equal(f->c.slots[0].bad_events, 1);
+	/* from what it holds now, honest folds are taken again */
+	spans(f, 1, 2, at(f, 2000), 300);
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(f->c.counts[cur][id1].folded, 12);
+	/* a metric no one registered */
+	lane->metric1 = 200;
+	lane->counts[k] += 5;
+	lane->dirty = 1;
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(f->c.slots[0].bad_events, 2);
+	assert_int_equal(f->c.counts[cur][id1].folded, 12);
+	/* an id past every metric, and a read of more than 2^40 */
+	lane->metric1 = TB_MAX_METRICS + 1;
+	lane->counts[k] += 1;
+	lane->dirty = 1;
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(f->c.slots[0].bad_events, 3);
+	lane->metric1 = id1 + 1u;
+	lane->counts[k] += UINT64_C(1) << 41;
+	lane->dirty = 1;
+	tb_collector_take_folds(&f->c, cur);
+	assert_int_equal(f->c.slots[0].bad_events, 4);
+	assert_int_equal(f->c.counts[cur][id1].folded, 12);
+	assert_int_equal(tb_hist_total(series_hist(f, cur, 1)), 12);
+}
+
+/* A slot handed back FREE has what its owner folded taken first, and its
+ * lanes free and empty for the next owner. */
+static void a_freed_slot_has_its_folds_taken_and_its_lanes_reset(void **state)
+{
+	struct fixture *f = *state;
+	fill_then_fold(f, 1, 30, 900);
+	tb_detach(f->p);
+	f->p = NULL;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	tb_collector_housekeep(&f->c, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	assert_int_equal(tb_seg_slot(&f->c.seg, 0)->state, TB_SLOT_FREE);
+	int h = f->c.open_half;
+	assert_int_equal(f->c.counts[h][tb_metric_id(f->m[1])].folded, 30);
+	const tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
+	assert_int_equal(lane->metric1, 0);
+	assert_int_equal(lane->counts[tb_fold_index(900)], 0);
+	assert_int_equal(lane->taken[tb_fold_index(900)], 0);
+	assert_int_equal(lane->dirty, 0);
+}
+
+/* The values fold counts are recorded at: the highest of each 2-digit
+ * count, at most an hour, and never below any value the count holds. */
+static void fold_values_are_each_counts_highest(void **state)
+{
+	struct fixture *f = *state;
+	const int64_t *fv = f->c.fold_value;
+	for (uint64_t v = 0; v < 300000; v += v < 4096 ? 1 : 97) {
+		uint32_t k = tb_fold_index(v);
+		assert_true(fv[k] >= (int64_t)v);
+		assert_true(fv[k] <= (int64_t)v + (int64_t)(v >> 7) + 1);
+		assert_int_equal(tb_fold_index((uint64_t)fv[k]), k);
+	}
+	assert_int_equal(fv[tb_fold_index((uint64_t)TB_FOLD_HIGHEST)], TB_FOLD_HIGHEST);
+	for (uint64_t v = 0; v < 256; v++)
+		assert_int_equal(fv[v], (int64_t)v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -983,6 +1227,13 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_gone_or_reused_owner_frees_its_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does, setup, teardown),
+		cmocka_unit_test_setup_teardown(folded_spans_count_in_the_closing_interval, setup, teardown),
+		cmocka_unit_test_setup_teardown(only_dirty_lanes_are_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_restarted_collector_takes_only_new_folds, setup, teardown),
+		cmocka_unit_test_setup_teardown(impossible_lanes_are_counted_bad, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_freed_slot_has_its_folds_taken_and_its_lanes_reset, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(fold_values_are_each_counts_highest, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_second_pass_takes_the_fast_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_series_pool_past_the_tables_reach_is_refused, setup,
 						teardown),

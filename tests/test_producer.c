@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "tailbus/hist.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
@@ -87,13 +88,14 @@ static ck_ring_t *ring0(struct fixture *f)
 	return tb_seg_ring(&f->seg, 0);
 }
 
-static void expect_stats(tb_producer *p, uint64_t written, uint64_t dropped)
+static void expect_stats(tb_producer *p, uint64_t written, uint64_t dropped, uint64_t folded)
 {
 	tb_producer_stats st;
 	tb_producer_stats_get(p, &st);
 	assert_int_equal(st.written, written);
 	assert_int_equal(st.dropped, dropped);
-	assert_int_equal(st.attempted, written + dropped);
+	assert_int_equal(st.folded, folded);
+	assert_int_equal(st.attempted, written + dropped + folded);
 }
 
 /* What the collector reads from a SPAN's field (a signed duration). */
@@ -128,8 +130,10 @@ static uint32_t hint(struct fixture *f)
 	return __atomic_load_n(&ring0(f)->p_tail, __ATOMIC_ACQUIRE);
 }
 
-/* Fill the ring, drop the overflow, then make room as the collector would:
- * the producer writes again only after reading the new consumer index. */
+/* Fill the ring, fold the overflow (the SPANs that do not fit go to a
+ * fold lane; nothing is written over), then make room as the collector
+ * would: the producer writes again only after reading the new consumer
+ * index. */
 static void test_fill_drop_refill(void **state)
 {
 	struct fixture *f = *state;
@@ -137,21 +141,26 @@ static void test_fill_drop_refill(void **state)
 	assert_int_equal(readable(f, 0), 0);
 	for (uint64_t i = 0; i < RING_EVENTS + 5; i++)
 		tb_span(f->p, f->m, 1000 + i, 1000 + i + 10 * i);
-	expect_stats(f->p, RING_EVENTS, 5);
+	expect_stats(f->p, RING_EVENTS, 0, 5);
 	/* exactly the written events read as written, each in its place */
 	assert_int_equal(readable(f, 0), RING_EVENTS);
 	for (uint32_t i = 0; i < RING_EVENTS; i++)
 		expect_span(f, i, 10 * i, 1000 + i);
 	/* finding the ring full, the producer published its position */
 	assert_int_equal(hint(f), RING_EVENTS);
-	/* the slot's shared counter is what the collector reports */
-	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, 0)->dropped, __ATOMIC_RELAXED), 5);
+	/* the slot's shared counters are what the collector reports */
+	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, 0)->folded, __ATOMIC_RELAXED), 5);
+	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, 0)->dropped, __ATOMIC_RELAXED), 0);
+	/* a START (or END) cannot be folded: it is dropped */
+	tb_start(f->p, f->m, 1, 1);
+	expect_stats(f->p, RING_EVENTS, 1, 5);
+	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, 0)->dropped, __ATOMIC_RELAXED), 1);
 
 	/* the collector takes 10 events: exactly 10 more fit, in the next pass */
 	__atomic_store_n(&ring0(f)->c_head, 10, __ATOMIC_RELEASE);
 	for (uint64_t i = 0; i < 11; i++)
 		tb_span(f->p, f->m, 5000 + i, 5000 + i + 7);
-	expect_stats(f->p, RING_EVENTS + 10, 6);
+	expect_stats(f->p, RING_EVENTS + 10, 1, 6);
 	for (uint32_t i = 0; i < 10; i++)
 		expect_span(f, RING_EVENTS + i, 7, 5000 + i);
 	/* what it did not take is untouched, and the new pass's slots read as
@@ -176,7 +185,7 @@ static void test_invalid_spans(void **state)
 	tb_span(f->p, f->m, 0, t);               /* unset intended time */
 	tb_span(f->p, f->m, t, t - big - 1);     /* too negative to fit */
 	tb_span(f->p, f->m, t, t + 123456789);   /* an ordinary one */
-	expect_stats(f->p, 7, 0);
+	expect_stats(f->p, 7, 0, 0);
 	expect_span(f, 0, -1, t);
 	expect_span(f, 1, INVALID_SPAN, t);
 	assert_int_equal(tb_seg_events(&f->seg, 0)[1].w0 & ~(UINT64_C(1) << 63),
@@ -229,11 +238,11 @@ static void test_index_wrap(void **state)
 		expect_span(f, head - 1, 3, sent - 1);
 		__atomic_store_n(&ring0(f)->c_head, head, __ATOMIC_RELEASE);
 	}
-	expect_stats(f->p, 400, 0);
+	expect_stats(f->p, 400, 0, 0);
 	/* now overflow once past the wrap: a ring's worth fits, the rest are counted */
 	for (int k = 0; k < 70; k++)
 		tb_span(f->p, f->m, 1, 2);
-	expect_stats(f->p, 400 + RING_EVENTS, 70 - RING_EVENTS);
+	expect_stats(f->p, 400 + RING_EVENTS, 0, 70 - RING_EVENTS);
 	assert_int_equal(readable(f, (uint32_t)(start + 400)), RING_EVENTS);
 }
 
@@ -248,8 +257,8 @@ static void test_bad_consumer_index(void **state)
 		tb_span(f->p, f->m, 1, 2);
 	__atomic_store_n(&ring0(f)->c_head, 1000, __ATOMIC_RELEASE); /* ahead of the producer */
 	tb_span(f->p, f->m, 1, 2);
-	tb_span(f->p, f->m, 1, 2);
-	expect_stats(f->p, RING_EVENTS, 2);
+	tb_end(f->p, f->m, 1, 2);
+	expect_stats(f->p, RING_EVENTS, 1, 1);
 	assert_int_equal(tb__head(f->p), RING_EVENTS);
 	assert_int_equal(readable(f, 0), RING_EVENTS);
 }
@@ -289,7 +298,7 @@ static void test_ring_prefaulted(void **state)
 	for (uint32_t k = 0; k < events; k++)
 		tb_span(p, m, k, k + 5);
 	getrusage(RUSAGE_SELF, &after);
-	expect_stats(p, events, 0);
+	expect_stats(p, events, 0, 0);
 	long faults = after.ru_minflt - before.ru_minflt;
 	tb_detach(p);
 	tb_seg_close(&seg);
@@ -300,6 +309,131 @@ static void test_ring_prefaulted(void **state)
 		skip();
 	if (faults >= 8)
 		fail_msg("%ld page faults writing the first pass over a ring of 64 pages", faults);
+}
+
+/* tb_fold_index is HdrHistogram's index at 2 digits, lowest 1, highest an
+ * hour, for every value up to the highest (here: each value below 2^16,
+ * then every bucket's edges and a spread between them). */
+static void test_fold_index_is_hdr_2_digits(void **state)
+{
+	(void)state;
+	tb_hist h;
+	assert_int_equal(tb_hist_init(&h, 1, TB_FOLD_HIGHEST, 2), 0);
+	assert_int_equal(h.counts_len, TB_FOLD_COUNTS);
+	for (int64_t v = 0; v < 65536; v++)
+		assert_int_equal(tb_fold_index((uint64_t)v), tb_hist_index_of(&h, v));
+	for (int e = 16; e < 42; e++) {
+		for (int64_t k = -3; k < 2000; k += 7) {
+			int64_t v = ((int64_t)1 << e) + k * ((int64_t)1 << (e - 11));
+			if (v > TB_FOLD_HIGHEST)
+				break;
+			assert_int_equal(tb_fold_index((uint64_t)v), tb_hist_index_of(&h, v));
+		}
+	}
+	assert_int_equal(tb_fold_index((uint64_t)TB_FOLD_HIGHEST), tb_hist_index_of(&h, TB_FOLD_HIGHEST));
+	assert_true(tb_fold_index((uint64_t)TB_FOLD_HIGHEST) < TB_FOLD_COUNTS);
+	tb_hist_free(&h);
+}
+
+static const tb_fold_lane *lane_of(struct fixture *f, uint32_t k)
+{
+	return tb_seg_fold_lane(&f->seg, 0, k);
+}
+
+/* With the ring full, a SPAN goes to the lane its metric took (the first
+ * free one, in order), counted at its value's 2-digit index: a negative
+ * duration at 0 and in `negative`, one past the lanes' highest at it and in
+ * `clamped`; each fold sets `dirty`. A metric past the last lane, and a
+ * START, are dropped. */
+static void test_fold_lanes(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	for (uint32_t k = 0; k < RING_EVENTS; k++)
+		tb_span(f->p, f->m, 1, 2);
+	for (uint32_t k = 0; k < TB_FOLD_DEFAULT_LANES; k++)
+		assert_int_equal(lane_of(f, k)->metric1, 0);
+	const uint64_t t = UINT64_C(1) << 50, big = (uint64_t)TB_FOLD_HIGHEST;
+	const uint64_t durations[] = {0, 1, 255, 256, 257, 1000, 123456789, big};
+	for (size_t k = 0; k < sizeof(durations) / sizeof(durations[0]); k++)
+		tb_span(f->p, f->m, t, t + durations[k]);
+	tb_span(f->p, f->m, t, t + 1000);      /* again: counts 2 */
+	tb_span(f->p, f->m, t, t - 5);         /* negative */
+	tb_span(f->p, f->m, 0, t);             /* invalid: negative too */
+	tb_span(f->p, f->m, t, t + big + 1);   /* past the highest */
+	tb_span(f->p, f->m, t, t + 2 * big);   /* ... */
+	const tb_fold_lane *l = lane_of(f, 0);
+	assert_int_equal(l->metric1, tb_metric_id(f->m) + 1);
+	assert_int_equal(l->dirty, 1);
+	assert_int_equal(l->negative, 2);
+	assert_int_equal(l->clamped, 2);
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < TB_FOLD_COUNTS; i++)
+		total += l->counts[i];
+	assert_int_equal(total, 13);
+	assert_int_equal(l->counts[0], 1 + 2); /* 0, and the two negative ones */
+	assert_int_equal(l->counts[1], 1);
+	assert_int_equal(l->counts[255], 1);
+	assert_int_equal(l->counts[tb_fold_index(256)], 2); /* 256 and 257: one 2-digit count */
+	assert_int_equal(l->counts[tb_fold_index(1000)], 2);
+	assert_int_equal(l->counts[tb_fold_index(123456789)], 1);
+	assert_int_equal(l->counts[tb_fold_index(big)], 3);
+	expect_stats(f->p, RING_EVENTS, 0, 13);
+	/* every lane taken, one metric each; a further metric is dropped */
+	tb_metric_t more[TB_FOLD_DEFAULT_LANES];
+	char name[16];
+	for (uint32_t k = 0; k < TB_FOLD_DEFAULT_LANES; k++) {
+		snprintf(name, sizeof(name), "more%u", k);
+		more[k] = tb_metric(f->p, name);
+		tb_span(f->p, more[k], t, t + 50 + k);
+	}
+	for (uint32_t k = 1; k < TB_FOLD_DEFAULT_LANES; k++) {
+		assert_int_equal(lane_of(f, k)->metric1, tb_metric_id(more[k - 1]) + 1);
+		assert_int_equal(lane_of(f, k)->counts[50 + k - 1], 1);
+	}
+	expect_stats(f->p, RING_EVENTS, 1, 13 + TB_FOLD_DEFAULT_LANES - 1);
+	tb_start(f->p, f->m, 9, t);
+	expect_stats(f->p, RING_EVENTS, 2, 13 + TB_FOLD_DEFAULT_LANES - 1);
+	/* nothing was written over in the ring */
+	assert_int_equal(readable(f, 0), RING_EVENTS);
+	expect_span(f, RING_EVENTS - 1, 1, 1);
+}
+
+/* A segment made without lanes drops what does not fit; more lanes than
+ * the ABI has room for is no layout. */
+static void test_no_fold_lanes(void **state)
+{
+	(void)state;
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/tmp/tb-test-producer.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	setenv("TAILBUS_DIR", dir, 1);
+	tb_seg_config cfg;
+	tb_seg_config_default(&cfg);
+	tb_seg_header h;
+	cfg.fold_lanes = TB_FOLD_LANES_MAX + 1;
+	assert_int_equal(tb_seg_layout(&cfg, &h), -EINVAL);
+	cfg.fold_lanes = 0;
+	cfg.slot_count = 1;
+	cfg.ring_capacity = RING_EVENTS;
+	assert_int_equal(tb_seg_layout(&cfg, &h), 0);
+	assert_int_equal(h.fold_stride, 0);
+	assert_int_equal(h.total_size, h.folds_off);
+	tb_seg seg;
+	const char *why = NULL;
+	assert_int_equal(tb_seg_open(&seg, dir, BUS, &cfg, TB_SEG_CREATE, &why), 0);
+	tb_producer *p = tb_attach(BUS, "no-lanes");
+	assert_int_equal(tb_producer_error(p, NULL), 0);
+	tb_metric_t m = tb_metric(p, "orders");
+	for (uint32_t k = 0; k < RING_EVENTS + 3; k++)
+		tb_span(p, m, 1, 2);
+	expect_stats(p, RING_EVENTS, 3, 0);
+	assert_int_equal(tb_seg_slot(&seg, 0)->dropped, 3);
+	tb_detach(p);
+	tb_seg_close(&seg);
+	tb_seg_unlink(dir, BUS);
+	rmdir(dir);
+	unsetenv("TAILBUS_DIR");
 }
 
 /* No bus: recording is a counted no-op and says why. */
@@ -317,7 +451,7 @@ static void test_noop_handle(void **state)
 		tb_span(p, m, 1, 2);
 	tb_start(p, m, 7, 1);
 	tb_end(p, m, 7, 2);
-	expect_stats(p, 0, 1002);
+	expect_stats(p, 0, 1002, 0);
 	tb_detach(p);
 }
 
@@ -331,6 +465,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_consumer_index, setup, teardown),
 		cmocka_unit_test(test_ring_prefaulted),
 		cmocka_unit_test(test_noop_handle),
+		cmocka_unit_test(test_fold_index_is_hdr_2_digits),
+		cmocka_unit_test_setup_teardown(test_fold_lanes, setup, teardown),
+		cmocka_unit_test(test_no_fold_lanes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

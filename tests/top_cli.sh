@@ -280,13 +280,14 @@ check "a collector that stopped beating: 'collector not running?'" heartbeat
 
 # ---- ring drops on their own bus ----
 drops() {
-	local bus=drops att wr dr
-	start_collector $bus --ring-events 4096 || return 1
+	local bus=drops att wr dr fo
+	# no fold lanes: a full ring drops
+	start_collector $bus --ring-events 4096 --fold-lanes 0 || return 1
 	kill -STOP "$cpid"
 	sleep 0.3
 	emit $bus --count 100000 >"$tmp/drops.out"
 	kill -CONT "$cpid"
-	read -r att wr dr <"$tmp/drops.out"
+	read -r att wr dr fo <"$tmp/drops.out"
 	[[ $dr -gt 0 ]] || { echo "  nothing dropped ($att $wr $dr)"; return 1; }
 	wait_published $bus m0 "$wr" || return 1
 	run_top $bus --once --json --window 60 >"$tmp/drops.json" || return 1

@@ -74,6 +74,7 @@ struct bench_proc_result {
 	uint64_t attempted, written, dropped;
 	uint64_t elapsed_ns, run_ns, wait_ns;
 	uint64_t consumed; /* ceiling's consumer only */
+	uint64_t folded;   /* flood's: SPANs a full ring folded into a lane (tb_producer_stats) */
 	int32_t done;      /* 1: filled in; -1: the worker failed */
 	int32_t reserved;
 };
@@ -329,6 +330,7 @@ static inline struct bench_proc_result bench_procs_sum(const struct bench_procs 
 		s.attempted += r->attempted;
 		s.written += r->written;
 		s.dropped += r->dropped;
+		s.folded += r->folded;
 		s.run_ns += r->run_ns;
 		s.wait_ns += r->wait_ns;
 		s.elapsed_ns = r->elapsed_ns > s.elapsed_ns ? r->elapsed_ns : s.elapsed_ns;
@@ -336,14 +338,14 @@ static inline struct bench_proc_result bench_procs_sum(const struct bench_procs 
 	return s;
 }
 
-/* The one line both programs print: attempted written dropped elapsed_ns
- * run_ns wait_ns (what bench/bus/run reads). */
+/* flood's line: attempted written dropped elapsed_ns run_ns wait_ns
+ * folded (what bench/bus/run reads). */
 static inline void bench_procs_print(const struct bench_proc_result *s)
 {
-	printf("%llu %llu %llu %llu %llu %llu\n", (unsigned long long)s->attempted,
+	printf("%llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)s->attempted,
 	       (unsigned long long)s->written, (unsigned long long)s->dropped,
 	       (unsigned long long)s->elapsed_ns, (unsigned long long)s->run_ns,
-	       (unsigned long long)s->wait_ns);
+	       (unsigned long long)s->wait_ns, (unsigned long long)s->folded);
 }
 
 /* ---- pacing ---- */

@@ -29,10 +29,11 @@
  * then says it is ready; --no-wait starts at once, to measure the start-up
  * loss.
  *
- * Prints one line: attempted written dropped elapsed_ns run_ns wait_ns -
- * the producers' own counters (tb_producer_stats_get) summed, the window's
- * length, and the producers' time on a CPU and waiting for one meanwhile
- * (schedstat), summed. Then each detaches: tailbusd drains what is left.
+ * Prints one line: attempted written dropped elapsed_ns run_ns wait_ns
+ * folded - the producers' own counters (tb_producer_stats_get) summed, the
+ * window's length, the producers' time on a CPU and waiting for one
+ * meanwhile (schedstat), summed, and the SPANs a full ring folded into a
+ * fold lane (0 with tailbusd --fold-lanes 0). Then each detaches: tailbusd drains what is left.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -198,6 +199,7 @@ static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 	tb_producer_stats st;
 	tb_producer_stats_get(w.p, &st);
 	bench_procs_report(ctl, i, st.attempted, st.written, st.dropped, start, now, sched);
+	ctl->res[i].folded = st.folded;
 	tb_detach(w.p);
 	return 0;
 }

@@ -8,8 +8,12 @@
  * The hot path is the inline functions in this header and nothing else: one
  * 16-byte event into this thread's single-producer ring in shared memory. It
  * never blocks, never makes a system call, never allocates and never waits
- * for the collector: when the ring is full the event is dropped and counted
- * exactly (tb_producer_stats, and the collector's health log).
+ * for the collector. When the ring is full a SPAN is folded, on the cold
+ * path, into a small histogram of the thread's slot (seg_abi.h, fold lanes)
+ * that the collector adds to the interval: counted at its value, at 2
+ * significant digits, not lost. What cannot be folded (START and END halves,
+ * a metric past the slot's lanes, a segment without lanes) is dropped and
+ * counted exactly (tb_producer_stats, and the collector's health log).
  *
  * Attaching never aborts the engine: if the bus cannot be reached, tb_attach
  * still returns a handle whose recording is a counted no-op (it is always
@@ -70,6 +74,7 @@ typedef struct tb_producer_stats {
 	uint64_t attempted; /* events the caller tried to record */
 	uint64_t written;   /* events that went into the ring */
 	uint64_t dropped;   /* events lost because the ring was full (or no bus) */
+	uint64_t folded;    /* SPANs that found the ring full, counted in a fold lane */
 } tb_producer_stats;
 
 /* The handle. The first fields are the hot path's and only this thread
@@ -95,6 +100,13 @@ typedef struct tb_producer {
 	int32_t slot;  /* -1 for a no-op handle */
 	int error;     /* why the handle is a no-op (negative errno), 0 if live */
 	const char *why;
+	/* fold lanes (seg_abi.h): the slot's first, how many, and the metric
+	 * each holds as this thread took it (1 + id; 0: free) */
+	tb_fold_lane *folds;
+	uint32_t fold_lanes;
+	uint32_t fold_metric1[TB_FOLD_LANES_MAX];
+	uint64_t folded;
+	uint64_t *shared_folded; /* the slot's counter, or &folded for a no-op handle */
 } tb_producer;
 
 /* Claim a ring on bus `bus` (NULL: $TAILBUS_BUS, else "default") for the
@@ -128,8 +140,8 @@ static inline uint64_t tb_now(const tb_producer *p)
 
 /* Cold: `cur` reached `stop`. Moves to the next pass at the ring's end,
  * publishes the position as a hint (p_tail), reads the collector's index
- * again and writes the event if there is room after all; else drops it and
- * counts the drop. Always the case for a no-op handle (cur == stop == NULL).
+ * again and writes the event if there is room after all; else folds it (a
+ * SPAN with a lane for its metric) or drops it, and counts which. Always the case for a no-op handle (cur == stop == NULL).
  * `w0` comes without its lap bit. */
 void tb__full(tb_producer *p, uint64_t w0, uint64_t w1);
 

@@ -4,6 +4,7 @@
  * never by pointers, so every process may map it anywhere:
  *
  *   [header 4 KiB][slot table][metric table][live area][ring 0][ring 1]...
+ *   [fold lanes of slot 0][fold lanes of slot 1]...
  *
  * - header: magic (published last), ABI version, sizes and offsets, clock,
  *   creator and collector identity, the collector's heartbeat.
@@ -16,6 +17,9 @@
  *   under a sequence counter (a seqlock with bounded reader retries).
  * - rings: single-producer rings of 16-byte events, one per slot, with a
  *   Concurrency Kit ring header (ck_ring_t) for their indices.
+ * - fold lanes (ABI 3): per slot, `fold_lanes` small histograms into which
+ *   the producer folds a SPAN that finds its ring full, so that it is
+ *   counted at its value instead of lost (tb_fold_lane, below).
  *
  * Producers write their slot's counters, their ring and the metric table.
  * The collector treats all of that as untrusted: it keeps its own copy of the
@@ -67,8 +71,8 @@
 #include <ck_ring.h>
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
-#define TB_ABI_MAJOR 2u                            /* layout changes: readers refuse */
-#define TB_ABI_MINOR 1u                            /* additions: readers tolerate */
+#define TB_ABI_MAJOR 3u                            /* layout changes: readers refuse */
+#define TB_ABI_MINOR 0u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
 
@@ -134,7 +138,11 @@ typedef struct tb_slot {
 	/* written by the collector: how many of `dropped` it has reported, so a
 	 * restarted collector neither loses nor repeats them */
 	uint64_t dropped_reported;
-	uint8_t reserved[40];
+	/* ABI 3, the producer's: SPANs folded into the slot's fold lanes
+	 * because the ring was full (counted there at their value; not in
+	 * `dropped`), exactly */
+	uint64_t folded;
+	uint8_t reserved[32];
 } tb_slot;
 static_assert(sizeof(tb_slot) == 2 * TB_CACHELINE, "slot is two cache lines");
 
@@ -196,8 +204,10 @@ typedef struct tb_seg_header {
 	uint64_t rings_off;
 	uint64_t ring_stride; /* bytes per ring: ck_ring_t then the events */
 	int32_t creator_pid;
-	uint32_t reserved0;
+	uint32_t fold_lanes; /* per slot, <= TB_FOLD_LANES_MAX; 0: SPANs that find the ring full are dropped */
 	int64_t created_realtime_ns;
+	uint64_t folds_off;   /* slot i's lanes at folds_off + i * fold_stride */
+	uint64_t fold_stride;
 	/* collector: written by tailbusd only */
 	alignas(TB_CACHELINE) int64_t collector_heartbeat_ns; /* CLOCK_MONOTONIC */
 	int32_t collector_pid;
@@ -212,5 +222,60 @@ static_assert(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 
 /* Ring i: ck_ring_t at rings_off + i * ring_stride, events right after it. */
 #define TB_RING_HEADER_SIZE ((sizeof(ck_ring_t) + TB_CACHELINE - 1) / TB_CACHELINE * TB_CACHELINE)
 static_assert(offsetof(ck_ring_t, p_tail) < TB_RING_HEADER_SIZE, "producer index in the ring header");
+
+
+/* Fold lanes (ABI 3). A SPAN that finds its ring full is not lost: the
+ * producer counts it, on its cold path, in a lane of its slot that it has
+ * taken for the event's metric (up to fold_lanes metrics a slot; the events
+ * of any further metric are dropped and counted as before). A lane is a
+ * histogram of 1 ns to an hour at 2 significant digits, the HdrHistogram
+ * layout of lowest 1, highest TB_FOLD_HIGHEST and 2 digits: 256 sub-buckets
+ * (TB_FOLD_SUB_MAG is log2 of half of them), 35 buckets, TB_FOLD_COUNTS
+ * counts. A negative (or invalid) duration is counted at 0 and in
+ * `negative`, one above TB_FOLD_HIGHEST at it and in `clamped`, as the
+ * collector records such events from the ring.
+ *
+ * Only the producer writes `metric1`, `negative`, `clamped` and `counts`,
+ * with plain stores, and they only grow; only the collector writes the
+ * `*_taken` fields and `taken`: how much of each it has recorded, kept
+ * here so that a collector that restarts neither repeats nor loses what
+ * the one before it took. After each fold the producer stores 1 into
+ * `dirty`, after the count (x86 keeps stores in order); the collector
+ * exchanges it for 0 before it reads the counts, so a fold it does not see
+ * leaves `dirty` set for its next look. The collector resets a slot's
+ * lanes when it hands the slot back FREE, as it does its ring. Everything
+ * here is untrusted to the collector: a count below what it took, or a
+ * metric that is not registered, is counted as bad and not recorded. */
+#define TB_FOLD_LANES_MAX 8
+#define TB_FOLD_DEFAULT_LANES 4
+#define TB_FOLD_SUB_MAG 7 /* 2 digits: 256 sub-buckets, half of them 2^7 */
+#define TB_FOLD_COUNTS 4608 /* (35 buckets + 1) * 128 */
+#define TB_FOLD_HIGHEST INT64_C(3600000000000) /* an hour in ns, as the collector's histograms */
+
+typedef struct tb_fold_lane {
+	/* the producer's */
+	alignas(TB_CACHELINE) uint32_t metric1; /* 1 + the metric id; 0 while the lane is free */
+	uint32_t reserved;
+	uint64_t negative;
+	uint64_t clamped;
+	/* both sides' */
+	alignas(TB_CACHELINE) uint32_t dirty;
+	/* the collector's */
+	alignas(TB_CACHELINE) uint64_t negative_taken;
+	uint64_t clamped_taken;
+	alignas(TB_CACHELINE) uint64_t counts[TB_FOLD_COUNTS]; /* the producer's */
+	uint64_t taken[TB_FOLD_COUNTS];                        /* the collector's */
+} tb_fold_lane;
+static_assert(sizeof(tb_fold_lane) % TB_CACHELINE == 0, "lanes are whole lines");
+
+/* The lane's counts index of a duration in [0, TB_FOLD_HIGHEST]: its
+ * HdrHistogram index at 2 digits (bucket e - 7 where e is the top bit of
+ * v | 255, sub-bucket v >> bucket). */
+static inline uint32_t tb_fold_index(uint64_t v)
+{
+	unsigned e = 63u ^ (unsigned)__builtin_clzll(v | ((UINT64_C(2) << TB_FOLD_SUB_MAG) - 1));
+	unsigned b = e - TB_FOLD_SUB_MAG;
+	return (uint32_t)(((uint64_t)b << TB_FOLD_SUB_MAG) + (v >> b));
+}
 
 #endif

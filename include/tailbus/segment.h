@@ -47,6 +47,7 @@ typedef struct tb_seg_config {
 	uint32_t live_hist_bytes;
 	gid_t group;     /* (gid_t)-1: private 0600; else 0660 with this group */
 	int wait_ms;     /* how long an attacher waits for the creator */
+	uint32_t fold_lanes; /* per slot, <= TB_FOLD_LANES_MAX (seg_abi.h); 0: none */
 } tb_seg_config;
 
 enum tb_seg_flags {
@@ -118,6 +119,15 @@ static inline unsigned tb_seg_ring_log2(const tb_seg *s)
  * slot the collector frees, tests); a new segment's zeroed rings are already
  * so at index 0. */
 void tb_seg_ring_reset(tb_seg *s, uint32_t i, uint32_t index);
+
+/* Lane k (< layout.fold_lanes) of slot i. */
+static inline tb_fold_lane *tb_seg_fold_lane(const tb_seg *s, uint32_t i, uint32_t k)
+{
+	return (tb_fold_lane *)(s->base + s->layout.folds_off + (uint64_t)i * s->layout.fold_stride) + k;
+}
+/* Every lane of slot i free and empty, as in a new segment: only while
+ * neither a producer nor a collector uses it (a slot the collector frees). */
+void tb_seg_folds_reset(tb_seg *s, uint32_t i);
 
 static inline tb_live_metric *tb_seg_live(const tb_seg *s, uint32_t id)
 {

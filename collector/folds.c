@@ -1,0 +1,132 @@
+/* folds.c - taking what producers folded into their slots' fold lanes.
+ *
+ * A SPAN that finds its ring full is counted by its producer in a fold lane
+ * of its slot: a 2-digit histogram of its metric (seg_abi.h). The collector
+ * records each lane's growth since it last read it into the (slot, metric)
+ * series of the interval being closed, at the highest value each 2-digit
+ * count stands for (so a folded event is never reported below its value,
+ * and at most 1/128 above it), with the per-metric counts: events, and of
+ * them folded, negative and clamped. How much of each count it has taken
+ * is kept in the lane (`taken`), so a restarted collector goes on where
+ * the last one stopped.
+ *
+ * A folded event counts in the interval whose close takes it: the one it
+ * completed in, unless it completed within that close's grace (20 ms) of
+ * the interval's end, or in the close itself. The lanes are untrusted: a
+ * count below what was taken, more than TB_FOLD_MOST events in one read, or
+ * a metric that is not registered, is counted as one bad event of the ring
+ * and nothing of that read is recorded; the lane then starts again from
+ * what it holds.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector.h"
+
+/* The most one read of a lane may take: 2^40 events, an hour of folding at
+ * 300 M/s a thousand times over, and little enough that no count of ours
+ * can overflow from it. */
+#define TB_FOLD_MOST (UINT64_C(1) << 40)
+
+int tb_collector_folds_init(tb_collector *c)
+{
+	tb_hist shape;
+	int rc = tb_hist_init(&shape, 1, TB_FOLD_HIGHEST, 2);
+	if (rc < 0)
+		return rc;
+	if (shape.counts_len != TB_FOLD_COUNTS || shape.sub_bucket_half_count_mag != TB_FOLD_SUB_MAG ||
+	    shape.unit_magnitude != 0) {
+		tb_hist_free(&shape);
+		return -EINVAL;
+	}
+	c->fold_value = malloc(TB_FOLD_COUNTS * sizeof(int64_t));
+	c->fold_grew = malloc(TB_FOLD_COUNTS * sizeof(uint64_t));
+	if (!c->fold_value || !c->fold_grew) {
+		tb_hist_free(&shape);
+		return -ENOMEM;
+	}
+	for (int32_t i = 0; i < TB_FOLD_COUNTS; i++) {
+		int64_t v = tb_hist_highest_equivalent(&shape, tb_hist_value_at_index(&shape, i));
+		c->fold_value[i] = v < TB_FOLD_HIGHEST ? v : TB_FOLD_HIGHEST;
+	}
+	tb_hist_free(&shape);
+	return 0;
+}
+
+/* What a producer-written counter grew by since `*taken`, which it then
+ * becomes; false if it went down or grew by more than TB_FOLD_MOST. */
+static bool growth(const uint64_t *count, uint64_t *taken, uint64_t *by)
+{
+	uint64_t now = __atomic_load_n(count, __ATOMIC_RELAXED), was = *taken;
+	*taken = now;
+	*by = now - was;
+	return now >= was && *by <= TB_FOLD_MOST;
+}
+
+static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, int half)
+{
+	tb_slot_follow *f = &c->slots[i];
+	uint32_t metric1 = __atomic_load_n(&lane->metric1, __ATOMIC_ACQUIRE);
+	/* first the counts, each read once: how much each grew, and whether
+	 * every one is possible; what is taken moves on either way */
+	uint64_t sum = 0, negative = 0, clamped = 0;
+	bool ok = growth(&lane->negative, &lane->negative_taken, &negative) &&
+		  growth(&lane->clamped, &lane->clamped_taken, &clamped);
+	uint64_t *grew = c->fold_grew;
+	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++) {
+		uint64_t now = __atomic_load_n(&lane->counts[k], __ATOMIC_RELAXED);
+		uint64_t was = lane->taken[k];
+		grew[k] = 0;
+		if (now == was)
+			continue;
+		lane->taken[k] = now;
+		if (now < was || (grew[k] = now - was) > TB_FOLD_MOST - sum) {
+			ok = false;
+			continue;
+		}
+		sum += grew[k];
+	}
+	if (sum == 0 && negative == 0 && clamped == 0 && ok)
+		return;
+	uint16_t m = (uint16_t)(metric1 - 1);
+	if (!ok || metric1 == 0 || metric1 > TB_MAX_METRICS || !tb_collector_metric_ready(c, m)) {
+		f->bad_events++;
+		return;
+	}
+	tb_metric_counts *mc = &c->counts[half][m];
+	mc->events += sum;
+	mc->folded += sum;
+	mc->negative += negative;
+	mc->clamped += clamped;
+	f->interval_folded += sum;
+	tb_series *s = tb_collector_series(c, i, m);
+	if (!s)
+		return; /* counted, not recorded, as record() does */
+	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++) {
+		if (grew[k])
+			tb_hist_record_n(&s->hist[half], c->fold_value[k], (int64_t)grew[k]);
+	}
+}
+
+void tb_collector_take_slot_folds(tb_collector *c, uint32_t i, int half, bool all)
+{
+	tb_slot_follow *f = &c->slots[i];
+	if (!f->followed || f->quarantined)
+		return;
+	all |= f->folds_unsure;
+	f->folds_unsure = false;
+	for (uint32_t k = 0; k < c->seg.layout.fold_lanes; k++) {
+		tb_fold_lane *lane = tb_seg_fold_lane(&c->seg, i, k);
+		/* cleared before the counts are read: a fold after this read
+		 * sets it again */
+		if (__atomic_exchange_n(&lane->dirty, 0, __ATOMIC_ACQ_REL) != 0 || all)
+			take_lane(c, i, lane, half);
+	}
+}
+
+void tb_collector_take_folds(tb_collector *c, int half)
+{
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
+		tb_collector_take_slot_folds(c, i, half, false);
+}
