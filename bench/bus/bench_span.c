@@ -15,7 +15,9 @@
  *   span        tb_span(p, m, intended, done) into a real segment's ring;
  *   span_now    the same with done = tb_now(p): what an engine that reads
  *               the bus clock pays per event;
- *   span_full   tb_span into a full ring: the drop path (counted, no write);
+ *   span_full   tb_span into a full ring: the cold path that finds no room and
+ *               folds the SPAN into its metric's fold lane (no ring write;
+ *               the drop path where the bus has no lanes);
  *   span_harness  op span's loop and loads without the call (for callgrind:
  *               span - span_harness is tb_span's own instructions);
  *   tb_now      the bus clock read;
@@ -339,7 +341,7 @@ static double time_run(struct span_bench *b, const struct op *op, double min_ns,
 struct row {
 	struct bench_figures f;
 	uint64_t events;   /* per run */
-	uint64_t drops;    /* during the operation */
+	uint64_t drops;    /* during the operation: dropped or folded (the ring full) */
 	double cpu_wait;   /* % of its wall time spent waiting for a CPU */
 };
 
@@ -350,7 +352,7 @@ static struct row measure(struct span_bench *b, const struct op *op, int runs, d
 	struct row r;
 	tb_producer_stats st;
 	tb_producer_stats_get(b->p, &st);
-	uint64_t dropped = st.dropped;
+	uint64_t dropped = st.dropped + st.folded; /* either: the ring was full */
 	struct bench_sched sched = bench_sched_now();
 	op->prepare(b);
 	time_run(b, op, min_ns, timer_ns, &r.events); /* warm-up */
@@ -358,7 +360,7 @@ static struct row measure(struct span_bench *b, const struct op *op, int runs, d
 		v[i] = time_run(b, op, min_ns, timer_ns, &r.events);
 	r.f = bench_figures_of(v, runs);
 	tb_producer_stats_get(b->p, &st);
-	r.drops = st.dropped - dropped;
+	r.drops = st.dropped + st.folded - dropped;
 	r.cpu_wait = bench_sched_wait_pct(sched);
 	return r;
 }
