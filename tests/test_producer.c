@@ -305,6 +305,15 @@ static void test_ring_prefaulted(void **state)
 	tb_seg_unlink(dir, BUS);
 	rmdir(dir);
 	unsetenv("TAILBUS_DIR");
+	/* under AddressSanitizer each store also touches its shadow, whose
+	 * pages (8 for this ring) fault in on first use: not the ring's */
+#if defined(__SANITIZE_ADDRESS__)
+	can = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	can = false;
+#endif
+#endif
 	if (!can)
 		skip();
 	if (faults >= 8)
