@@ -7,7 +7,7 @@
  *
  * One real collector (tb_collector_open on a bus of 2 slots, 2 lanes a
  * slot, in a private directory) serves every input; each input starts slot
- * 0's lanes from what the last one left and writes into them:
+ * 0's lanes empty and writes into them:
  *
  *   byte 0      bit 0: the lane (0 or 1); bit 1: mark it dirty; bit 2: read
  *               every lane, dirty or not; bits 3-4: its metric: registered
@@ -132,6 +132,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	tb_slot_follow *f = &coll.slots[0];
 	uint8_t flags = data[0];
+	/* both lanes start empty: a read of every lane (bit 2) must see only
+	 * what this input wrote */
+	tb_seg_folds_reset(&coll.seg, 0);
 	tb_fold_lane *lane = tb_seg_fold_lane(&coll.seg, 0, flags & 1);
 	uint32_t metric1;
 	switch ((flags >> 3) & 3) {
