@@ -71,8 +71,8 @@ static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, int half)
 	/* first the counts, each read once: how much each grew, and whether
 	 * every one is possible; what is taken moves on either way */
 	uint64_t sum = 0, negative = 0, clamped = 0;
-	bool ok = growth(&lane->negative, &lane->negative_taken, &negative) &&
-		  growth(&lane->clamped, &lane->clamped_taken, &clamped);
+	bool ok = growth(&lane->negative, &lane->negative_taken, &negative);
+	ok &= growth(&lane->clamped, &lane->clamped_taken, &clamped); /* taken either way */
 	uint64_t *grew = c->fold_grew;
 	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++) {
 		uint64_t now = __atomic_load_n(&lane->counts[k], __ATOMIC_RELAXED);
