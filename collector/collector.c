@@ -201,6 +201,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 static bool half_has_data(tb_collector *c, int half)
 {
 	tb_collector_fold_events(c);
+	tb_collector_take_folds(c, half); /* what was folded may be all it has */
 	for (uint32_t m = 0; m < c->seg.layout.metric_capacity; m++) {
 		const tb_metric_counts *mc = &c->counts[half][m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late)
@@ -232,9 +233,7 @@ static int finish(tb_collector *c)
 	int rc = 0;
 	while (rc == 0 && now >= c->interval_start_ns + c->cfg.interval_ns)
 		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
-	/* the partial interval, with its true length (and what was folded
-	 * since the last close, which may be all it has) */
-	tb_collector_take_folds(c, c->cur);
+	/* the partial interval, with its true length */
 	if (rc == 0 && half_has_data(c, c->cur))
 		rc = tb_collector_close_interval(c, now - c->interval_start_ns);
 	/* events stamped after now by a producer's clock: one more partial */

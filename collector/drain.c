@@ -680,9 +680,9 @@ static void release_slot(tb_collector *c, uint32_t i)
 	 * stopped (or 0 if it is corrupt), hint with them, and every slot
 	 * marked not written, whatever the last owner left in them */
 	tb_seg_ring_reset(&c->seg, i, f->followed && !f->quarantined ? f->cons : 0);
-	/* and its fold lanes, once what its owner folded is taken */
-	if (f->followed && !f->quarantined)
-		tb_collector_take_slot_folds(c, i, c->open_half, true);
+	/* and its fold lanes, once what its owner folded is taken (not from
+	 * a quarantined ring, as nothing else is) */
+	tb_collector_take_slot_folds(c, i, c->open_half, true);
 	tb_seg_folds_reset(&c->seg, i);
 	/* keep what it dropped for the sidecar of this interval */
 	if (f->followed)

@@ -554,25 +554,41 @@ static void ring_rows_carry_the_longest_gap_between_passes(void **state)
 	assert_true(g >= 0 && g < 200000); /* but over one close only */
 }
 
+/* The sum of column `col` of the sidecar's rows of `scope` (and `name`
+ * unless NULL) for the interval that starts at start_ns. */
+static long long sidecar_sum(struct fixture *f, int64_t start_ns, const char *scope,
+			     const char *name, int col)
+{
+	assert_int_equal(tb_writer_flush(f->c.writer), 0);
+	char cmd[256], line[512];
+	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
+	FILE *csv = popen(cmd, "r");
+	assert_non_null(csv);
+	long long sum = 0;
+	while (fgets(line, sizeof(line), csv)) {
+		double start;
+		char sc[24], nm[96];
+		if (sscanf(line, "%lf,%23[^,],%95[^,],", &start, sc, nm) != 3 ||
+		    llround(start * 1e3) != start_ns / 1000000 || strcmp(sc, scope) != 0 ||
+		    (name && strcmp(nm, name) != 0))
+			continue;
+		const char *v = csv_field(line, col);
+		assert_non_null(v);
+		sum += atoll(v);
+	}
+	assert_int_equal(pclose(csv), 0);
+	return sum;
+}
+
 /* The health sidecar's per-metric event counts for the interval that
  * starts at start_ns (wall clock). */
 static void sidecar_events(struct fixture *f, int64_t start_ns, int64_t *events)
 {
-	char cmd[256], line[256];
-	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
-	FILE *csv = popen(cmd, "r");
-	assert_non_null(csv);
-	memset(events, 0, METRICS * sizeof(*events));
-	while (fgets(line, sizeof(line), csv)) {
-		double start;
-		char scope[16], name[32];
-		long long n;
-		if (sscanf(line, "%lf,%15[^,],%31[^,],%lld", &start, scope, name, &n) == 4 &&
-		    strcmp(scope, "metric") == 0 && llround(start * 1e3) == start_ns / 1000000 &&
-		    name[0] == 'm' && name[1] >= '0' && name[1] < '0' + METRICS && name[2] == 0)
-			events[name[1] - '0'] += n;
+	for (int k = 0; k < METRICS; k++) {
+		char name[8];
+		snprintf(name, sizeof(name), "m%d", k);
+		events[k] = sidecar_sum(f, start_ns, "metric", name, 3);
 	}
-	assert_int_equal(pclose(csv), 0);
 }
 
 /* The closes at shutdown take nothing from the rings: what they took would
@@ -991,32 +1007,6 @@ static void fill_then_fold(struct fixture *f, int k, int n, uint64_t latency)
 	spans(f, k, n, at(f, 2000), latency);
 	tb_producer_stats_get(f->p, &st);
 	assert_int_equal(st.folded - before, n);
-}
-
-/* The sum of column `col` of the sidecar's rows of `scope` (and `name`
- * unless NULL) for the interval that starts at start_ns. */
-static long long sidecar_sum(struct fixture *f, int64_t start_ns, const char *scope,
-			     const char *name, int col)
-{
-	assert_int_equal(tb_writer_flush(f->c.writer), 0);
-	char cmd[256], line[512];
-	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
-	FILE *csv = popen(cmd, "r");
-	assert_non_null(csv);
-	long long sum = 0;
-	while (fgets(line, sizeof(line), csv)) {
-		double start;
-		char sc[24], nm[96];
-		if (sscanf(line, "%lf,%23[^,],%95[^,],", &start, sc, nm) != 3 ||
-		    llround(start * 1e3) != start_ns / 1000000 || strcmp(sc, scope) != 0 ||
-		    (name && strcmp(nm, name) != 0))
-			continue;
-		const char *v = csv_field(line, col);
-		assert_non_null(v);
-		sum += atoll(v);
-	}
-	assert_int_equal(pclose(csv), 0);
-	return sum;
 }
 
 /* What a full ring folded is recorded at the close into the interval being

@@ -141,8 +141,9 @@ static inline uint64_t tb_now(const tb_producer *p)
 /* Cold: `cur` reached `stop`. Moves to the next pass at the ring's end,
  * publishes the position as a hint (p_tail), reads the collector's index
  * again and writes the event if there is room after all; else folds it (a
- * SPAN with a lane for its metric) or drops it, and counts which. Always the case for a no-op handle (cur == stop == NULL).
- * `w0` comes without its lap bit. */
+ * SPAN with a lane for its metric) or drops it, and counts which. Always
+ * the case for a no-op handle (cur == stop == NULL), which drops. `w0`
+ * comes without its lap bit. */
 void tb__full(tb_producer *p, uint64_t w0, uint64_t w1);
 
 /* The ring index of `cur` (tests, benchmarks, statistics). */

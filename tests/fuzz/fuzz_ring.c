@@ -48,8 +48,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector.h"
-#include "fuzz_check.h"
+#include "fuzz_collector.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -64,36 +63,10 @@ static uint64_t w0_before[RING_EVENTS];
 
 static void init(void)
 {
-	static char seg_dir[] = "/tmp/tb-fuzz-ring-seg.XXXXXX";
-	static char log_dir[] = "/tmp/tb-fuzz-ring-log.XXXXXX";
-	if (!mkdtemp(seg_dir) || !mkdtemp(log_dir)) {
-		perror("fuzz_ring: mkdtemp");
-		abort();
-	}
 	tb_collector_config cfg;
-	tb_collector_config_default(&cfg);
-	cfg.bus = "fuzz-ring";
-	cfg.dir = seg_dir;
-	cfg.writer.dir = log_dir;
-	cfg.fresh = true;
-	cfg.seg.slot_count = 2;
+	fuzz_collector_config(&cfg, "fuzz-ring");
 	cfg.seg.ring_capacity = RING_EVENTS;
-	cfg.seg.metric_capacity = 16;
-	cfg.max_series = 64;
-	cfg.join_capacity = 64;
-	const char *why = NULL;
-	int rc = tb_collector_open(&coll, &cfg, &why);
-	if (rc < 0) {
-		fprintf(stderr, "fuzz_ring: tb_collector_open: %s (%d)\n", why ? why : "?", rc);
-		abort();
-	}
-	for (int m = 0; m < METRICS; m++) {
-		char name[8];
-		snprintf(name, sizeof(name), "m%d", m);
-		int id = tb_seg_metric_register(&coll.seg, name);
-		FUZZ_CHECK(id >= 0, "metric %s\n", name);
-		metric_id[m] = (uint32_t)id;
-	}
+	fuzz_collector_open(&coll, &cfg, METRICS, metric_id);
 	ready = true;
 }
 
