@@ -84,12 +84,15 @@ static inline void fuzz_check_hist(const tb_hist *h)
 	FUZZ_CHECK(h->total == sum, "total %lld, sum of counts %lld", (long long)h->total,
 		   (long long)sum);
 	/* min_raw is the least value above 0 (0 where nothing above 0 was
-	 * recorded) */
-	if (low < 0)
-		FUZZ_CHECK(h->min_raw == 0, "min_raw %lld with no count above 0", (long long)h->min_raw);
-	else
-		FUZZ_CHECK(h->min_raw > 0 && tb_hist_index_of(h, h->min_raw) == low,
-			   "min_raw %lld, lowest count above 0 at index %d", (long long)h->min_raw, low);
+	 * recorded): at the lowest count above index 0, or at index 0, which
+	 * holds every value below 2^unit_magnitude, not 0 alone */
+	if (low < 0 && h->min_raw == 0)
+		; /* only zeros, or nothing */
+	else if (low < 0 || h->min_raw == 0 || tb_hist_index_of(h, h->min_raw) != low)
+		FUZZ_CHECK(h->min_raw > 0 && tb_hist_index_of(h, h->min_raw) == 0 && h->counts[0] > 0 &&
+				   h->unit_magnitude > 0,
+			   "min_raw %lld, lowest count above index 0 at index %d (unit magnitude %d)",
+			   (long long)h->min_raw, low, h->unit_magnitude);
 	if (sum == 0)
 		return;
 	if (h->max_raw > 0)
