@@ -55,7 +55,8 @@ static int reserve(tb_growbuf *b, size_t more)
 /* Publish the merged histogram's summary, and its compressed frame when it
  * fits, under the metric's sequence counter. */
 static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t length,
-			 uint64_t bus_drops, int64_t gap_ns, const uint8_t *frame, size_t frame_len)
+			 uint64_t bus_drops, int64_t gap_ns, uint64_t folded, const uint8_t *frame,
+			 size_t frame_len)
 {
 	tb_live_metric *lm = tb_seg_live(&c->seg, m);
 	uint32_t k = lm->count == 0 ? 0 : (lm->newest + 1) % c->seg.layout.live_intervals;
@@ -79,6 +80,7 @@ static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t len
 	li->p9999 = pct[4];
 	li->dropped = bus_drops;
 	li->longest_gap_us = gap_ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(gap_ns / 1000);
+	li->folded = folded;
 	li->hist_len = fits ? (uint32_t)frame_len : 0;
 	if (fits)
 		memcpy((uint8_t *)(li + 1), frame, frame_len);
@@ -204,7 +206,7 @@ static int close_metric(tb_collector *c, uint16_t m, double base, int64_t length
 	int rc = encode_merged(c, &frame, &frame_len);
 	if (rc < 0)
 		return rc;
-	publish_live(c, m, start, length_ns, bus_drops, gap_ns, frame, frame_len);
+	publish_live(c, m, start, length_ns, bus_drops, gap_ns, mc->folded, frame, frame_len);
 	if (tb_hist_total(&c->merged) > 0) {
 		if (reserve(&c->log, tb_log_line_bound(&c->merged)) < 0)
 			return -ENOMEM;

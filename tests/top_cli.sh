@@ -303,6 +303,36 @@ drops() {
 }
 check "drops: the bus's ring drops during the window, exactly as the producer counted them, and the collector's stall beside them" drops
 
+# ---- folds on their own bus: the default fold lanes, the collector stopped ----
+folds() {
+	local bus=folds att wr dr fo
+	start_collector $bus --ring-events 4096 || return 1
+	kill -STOP "$cpid"
+	sleep 0.3
+	# the emitter holds its ring a while after its last event: the header
+	# counts what live rings folded
+	emit $bus --count 100000 --hold-ms 4000 >"$tmp/folds.out" &
+	local e=$!
+	sleep 1
+	kill -CONT "$cpid"
+	# nothing lost: the count is every attempt
+	wait_published $bus m0 100000 || return 1
+	run_top $bus --once --json --window 60 >"$tmp/folds.json" || return 1
+	run_top $bus --once --window 60 >"$tmp/folds.txt" || return 1
+	wait $e
+	stop_collector "$cpid" || true
+	read -r att wr dr fo <"$tmp/folds.out"
+	[[ $att -eq 100000 && $dr -eq 0 && $fo -gt 0 ]] || { echo "  nothing folded, or dropped ($att $wr $dr $fo)"; return 1; }
+	expect_eq "m0 folded" "$(metric_field "$tmp/folds.json" m0 folded)" "$fo" || return 1
+	expect_eq "m0 drops" "$(metric_field "$tmp/folds.json" m0 drops)" 0 || return 1
+	expect_eq "ring_folded" "$(json_get "$tmp/folds.json" ring_folded)" "$fo" || return 1
+	grep -qE "^folded: $fo of the counts came from fold lanes" "$tmp/folds.txt" ||
+		{ echo "  no folded line:"; cat "$tmp/folds.txt"; return 1; }
+	grep -qE "rings: [0-9]+ live, 0 events dropped, $fo folded since attach" "$tmp/folds.txt" ||
+		{ echo "  no folded count in the header:"; cat "$tmp/folds.txt"; return 1; }
+}
+check "folds: what a full ring folded is counted, and shown as folded, not dropped" folds
+
 # ---- a collector restarted with --fresh replaces the segment under top ----
 fresh() {
 	local bus=fresh

@@ -119,6 +119,7 @@ struct row {
 	bool approximate; /* some interval had only its summary */
 	bool has_drops;   /* false from a log: drops are in its sidecar */
 	uint64_t drops;
+	uint64_t folded;  /* of count: from fold lanes, at 2 digits (with has_drops) */
 	uint32_t gap_us;  /* the collector's longest gap between passes (with has_drops) */
 	double span_s, rate, age_s, interval_s;
 	const char *error; /* the window could not be read */
@@ -136,6 +137,7 @@ struct snap {
 	bool collector_fresh;
 	uint32_t rings_live;
 	uint64_t ring_drops;
+	uint64_t ring_folded; /* SPANs the live and detached rings' producers folded */
 	/* from a log */
 	size_t log_intervals, bad_lines;
 	const char *log_error;
@@ -172,7 +174,7 @@ struct window_acc {
 	bool approximate;
 	int64_t count, max;
 	int64_t bound[TB_SUMMARY_PERCENTILES]; /* largest percentiles of summary-only intervals */
-	uint64_t drops;
+	uint64_t drops, folded;
 	uint32_t gap_us; /* the longest of the intervals' longest_gap_us */
 	int64_t oldest_start_ns, newest_end_ns, newest_length_ns;
 	uint32_t intervals;
@@ -340,6 +342,7 @@ static int read_window_once(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *s
 		previous_start = iv.start_ns;
 		acc_interval(a, iv.start_ns, iv.length_ns);
 		a->drops += iv.dropped;
+		a->folded += iv.folded;
 		if (iv.longest_gap_us > a->gap_us)
 			a->gap_us = iv.longest_gap_us;
 		if (rc == 1)
@@ -402,6 +405,7 @@ static int bus_rows(struct bus_source *b, uint32_t n, struct snap *sn)
 			acc_finish(&a, r, sn->now_ns);
 		r->has_drops = true;
 		r->drops = a.drops;
+		r->folded = a.folded;
 		r->gap_us = a.gap_us;
 		acc_free(&a);
 	}
@@ -440,8 +444,10 @@ static void bus_header(struct bus_source *b, struct snap *sn)
 		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
 		if (state == TB_SLOT_LIVE)
 			sn->rings_live++;
-		if (state == TB_SLOT_LIVE || state == TB_SLOT_DETACHED)
+		if (state == TB_SLOT_LIVE || state == TB_SLOT_DETACHED) {
 			sn->ring_drops += __atomic_load_n(&slot->dropped, __ATOMIC_RELAXED);
+			sn->ring_folded += __atomic_load_n(&slot->folded, __ATOMIC_RELAXED);
+		}
 	}
 }
 
@@ -926,8 +932,8 @@ static void print_bus_header(FILE *out, const struct snap *sn)
 	else
 		fprintf(out, "collector pid %d, heartbeat fresh (%.1f s ago)", (int)sn->collector_pid,
 			sn->heartbeat_age_s);
-	fprintf(out, "   rings: %u live, %" PRIu64 " events dropped since attach\n",
-		sn->rings_live, sn->ring_drops);
+	fprintf(out, "   rings: %u live, %" PRIu64 " events dropped, %" PRIu64 " folded since attach\n",
+		sn->rings_live, sn->ring_drops, sn->ring_folded);
 }
 
 static void print_header(FILE *out, const struct snap *sn)
@@ -1007,6 +1013,14 @@ static void print_legend(FILE *out, const struct snap *sn, bool approximate)
 	else
 		fprintf(out, "drops: events lost to full rings, whole bus, during the window's "
 			     "intervals\n");
+	uint64_t folded = 0;
+	for (size_t i = 0; i < sn->nrows; i++) {
+		if (sn->rows[i].has_drops && !sn->rows[i].error)
+			folded += sn->rows[i].folded;
+	}
+	if (folded > 0)
+		fprintf(out, "folded: %" PRIu64 " of the counts came from fold lanes (a ring was full: "
+			     "each counted at 2 significant digits, none lost)\n", folded);
 	uint32_t gap_us = 0;
 	for (size_t i = 0; i < sn->nrows; i++) {
 		if (sn->rows[i].has_drops && !sn->rows[i].error && sn->rows[i].gap_us > gap_us)
@@ -1055,10 +1069,10 @@ static void json_row(FILE *out, const struct row *r)
 	else
 		fprintf(out, ",\"max\":null");
 	if (r->has_drops && !r->error)
-		fprintf(out, ",\"drops\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32, r->drops,
-			r->gap_us);
+		fprintf(out, ",\"drops\":%" PRIu64 ",\"folded\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32,
+			r->drops, r->folded, r->gap_us);
 	else
-		fprintf(out, ",\"drops\":null,\"collector_gap_us\":null");
+		fprintf(out, ",\"drops\":null,\"folded\":null,\"collector_gap_us\":null");
 	fprintf(out, ",\"insufficient\":[");
 	for (int p = 0, n = 0; p < TB_SUMMARY_PERCENTILES; p++) {
 		if (r->insufficient[p])
@@ -1086,9 +1100,11 @@ static void print_json(FILE *out, const struct snap *sn)
 		fprintf(out, ",\"segment\":");
 		tb_cli_json_string(out, sn->path);
 		fprintf(out, ",\"page_size\":%" PRIu64 ",\"hugepages\":%s,\"collector_pid\":%d,"
-			     "\"collector_running\":%s,\"rings_live\":%u,\"ring_drops\":%" PRIu64,
+			     "\"collector_running\":%s,\"rings_live\":%u,\"ring_drops\":%" PRIu64
+			     ",\"ring_folded\":%" PRIu64,
 			sn->page_size, sn->hugepages ? "true" : "false", (int)sn->collector_pid,
-			sn->collector_fresh ? "true" : "false", sn->rings_live, sn->ring_drops);
+			sn->collector_fresh ? "true" : "false", sn->rings_live, sn->ring_drops,
+			sn->ring_folded);
 	}
 	fprintf(out, ",\"window_s\":%d,\"interval_s\":%.3f,\"time\":%.3f,\"metrics\":[", sn->window_s,
 		sn->interval_s, (double)sn->now_ns / NS_PER_SEC);

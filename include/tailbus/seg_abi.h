@@ -173,6 +173,9 @@ typedef struct tb_live_interval {
 	 * before that, if it wrote no ring rows), microseconds, saturated; 0
 	 * from a 2.0 collector */
 	uint32_t longest_gap_us;
+	/* ABI 3: of `count`, the events that came from fold lanes (counted at
+	 * 2 significant digits because their ring was full) */
+	uint64_t folded;
 } tb_live_interval;
 
 typedef struct tb_live_metric {
