@@ -224,6 +224,11 @@ typedef struct tb_collector {
 	 * caused it. */
 	int64_t last_pass_ns, longest_gap_ns;
 	bool gap_kept; /* longest_gap_ns was kept over a close that wrote no ring rows */
+	/* Bus drops of the last close, if it published no metric: shown with
+	 * the next close's metrics instead (once), since the live area shows a
+	 * bus's drops only beside a metric's interval. A ring's events drained
+	 * in the close that reads its drops may belong to the next interval. */
+	uint64_t drops_carried;
 	/* What the drain does with each event line it has read to its end
 	 * (drain.c): TB_EVICT_NONE (the default: leave it), or flush it from
 	 * every cache. A line left in our cache must be taken back from it

@@ -225,7 +225,8 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 	double base = tb_writer_begin_interval(c->writer, c->interval_start_ns);
 	tb_collector_take_folds(c, c->cur); /* before the ring rows, which show them */
 	uint64_t drops[c->seg.layout.slot_count];
-	uint64_t bus_drops = collect_drops(c, drops);
+	uint64_t fresh_drops = collect_drops(c, drops), bus_drops = fresh_drops + c->drops_carried;
+	uint32_t published = 0;
 	c->log.len = c->side.len = 0;
 	int rows;
 	int64_t gap_ns = c->longest_gap_ns; /* what this close reports */
@@ -252,10 +253,13 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 		tb_metric_counts *mc = &c->counts[c->cur][m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
 			rc = close_metric(c, (uint16_t)m, base, length_ns, bus_drops, gap_ns);
+			published++;
 			if (!c->stopping)
 				tb_collector_catch_up(c);
 		}
 	}
+	/* this close's drops, shown with no metric: with the next close's, once */
+	c->drops_carried = published ? 0 : fresh_drops;
 	if (rc == 0 && c->side.len)
 		rc = tb_writer_append_sidecar(c->writer, c->side.p, c->side.len);
 	if (rc == 0 && c->log.len)

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "collector.h"
+#include "tailbus/live.h"
 #include "tailbus/log.h"
 #include "tailbus/producer.h"
 
@@ -984,6 +985,38 @@ static void the_drain_records_as_decode_does_during_a_close(void **state)
 	drain_matches_decode(state, 2000, true);
 }
 
+/* The live area shows a bus's drops beside a metric's interval. A close
+ * that reads drops but publishes no metric (the ring's events completed in
+ * the next interval) hands them to the next close's metrics, once. */
+static void drops_of_a_close_with_no_metric_show_with_the_next(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	uint32_t id0 = tb_metric_id(f->m[0]);
+	/* a full ring of the next interval's events, then 3 STARTs: dropped */
+	spans(f, 0, 4096, at(f, len + 1000), 1000);
+	for (int k = 0; k < 3; k++)
+		tb_start(f->p, f->m[1], (uint64_t)k, at(f, 0));
+	tb_producer_stats st;
+	tb_producer_stats_get(f->p, &st);
+	assert_int_equal(st.dropped, 3);
+	assert_int_equal(tb_collector_drain_all(&f->c), 4096);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0); /* no metric: m0's are next */
+	tb_live_snapshot snap;
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id0, &snap), -ENOENT);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id0, &snap), 0);
+	assert_int_equal(snap.newest.count, 4096);
+	assert_int_equal(snap.newest.dropped, 3);
+	/* and carried once only */
+	spans(f, 0, 5, at(f, 1000), 1000);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id0, &snap), 0);
+	assert_int_equal(snap.newest.count, 5);
+	assert_int_equal(snap.newest.dropped, 0);
+}
+
 /* ---- fold lanes (folds.c) ---- */
 
 #define RING 4096 /* the fixture's ring_capacity */
@@ -1217,6 +1250,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_gone_or_reused_owner_frees_its_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does, setup, teardown),
+		cmocka_unit_test_setup_teardown(drops_of_a_close_with_no_metric_show_with_the_next, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(folded_spans_count_in_the_closing_interval, setup, teardown),
 		cmocka_unit_test_setup_teardown(only_dirty_lanes_are_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_restarted_collector_takes_only_new_folds, setup, teardown),

@@ -166,7 +166,8 @@ typedef struct tb_live_interval {
 	int64_t count;
 	int64_t min, max;
 	int64_t p50, p90, p99, p999, p9999;
-	uint64_t dropped;   /* ring drops on the whole bus during the interval */
+	uint64_t dropped;   /* ring drops on the whole bus during the interval (and, when the
+			     * close before published no metric, that close's) */
 	uint32_t hist_len;  /* 0: the histogram did not fit, summary only */
 	/* ABI 2.1: the longest the collector went between two passes over the
 	 * rings up to this interval's close, since the close before (or the one
