@@ -1,15 +1,23 @@
 /* collector.c - setting tailbusd up, its main loop, and a clean stop.
  *
- * Set-up allocates everything the loop will need: the series pool (one
- * anonymous mapping, committed only as histograms are touched), the join
- * table, the per-metric counters, the encoding scratch. One collector per
+ * Set-up allocates everything the threads will need: the series pool (one
+ * anonymous mapping, faulted in ahead of use), the join table, each drain
+ * thread's per-metric counters, the closer's scratch. One collector per
  * bus: an exclusive flock on "<segment>.lock" keeps a second one out.
  *
- * The loop: drain a batch from every ring; when the wall clock passes the end
- * of the current interval plus a grace period, drain everything and close the
- * interval; every 100 ms, housekeeping (slot states, join expiry, heartbeat)
- * and reaping finished writes. On stop: drain, close the partial interval
- * (its true length), flush and fsync.
+ * tb_collector_run starts the drain threads (drain.c) and runs the schedule
+ * on its own thread, which is also the closer's: every millisecond it
+ * closes each interval all drain threads have finished (close.c) and keeps
+ * series memory faulted in ahead of them; every 100 ms, slot housekeeping
+ * (slots.c), the heartbeat and reaping finished writes; every second, the
+ * rings' assignment to drain threads (tb_collector_rebalance). On stop:
+ * the drain threads end, and this thread drains what is left, closes every
+ * finished interval and the partial one (its true length), flushes and
+ * fsyncs.
+ *
+ * The same steps can be taken one at a time from a single thread
+ * (tb_collector_drain_pass, tb_collector_close_interval...), as tests and
+ * benchmarks do.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +47,11 @@ void tb_collector_config_default(tb_collector_config *c)
 	c->max_series = TB_COLLECTOR_DEFAULT_SERIES;
 	c->join_capacity = TB_JOIN_DEFAULT_CAPACITY;
 	c->join_timeout_ns = TB_JOIN_DEFAULT_TIMEOUT_NS;
+	c->drain_threads = 1;
+	for (int k = 0; k < TB_COLLECTOR_MAX_DRAINERS; k++)
+		c->drain_cpus[k] = -1;
+	c->close_cpu = -1;
+	c->rebalance = true;
 }
 
 static int64_t clock_ns(clockid_t id)
@@ -67,84 +80,51 @@ static int take_lock(tb_collector *c, const char **why)
 	return 0;
 }
 
-/* The counts of one series half (the default layout). */
-static int32_t series_counts_len(void)
-{
-	return tb_hist_counts_len(TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
-				  TB_HIST_DEFAULT_SIG_DIGITS);
-}
-
-/* The bytes of one series half in the pool: its fast record, then its
- * counts (tb_fast_counts). */
-static size_t series_half_bytes(void)
-{
-	return sizeof(tb_series_fast) + (size_t)series_counts_len() * sizeof(int64_t);
-}
-
-/* The pool's mapping: the "none" record, then max_series x 2 halves. */
-static size_t pool_bytes_for(uint32_t max_series)
-{
-	return sizeof(tb_series_fast) + 2 * (size_t)max_series * series_half_bytes();
-}
-
-static int alloc_series(tb_collector *c)
-{
-	int32_t len = series_counts_len();
-	size_t per = series_half_bytes();
-	c->series_pool_bytes = pool_bytes_for(c->cfg.max_series);
-	c->series_pool = mmap(NULL, c->series_pool_bytes, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (c->series_pool == MAP_FAILED) {
-		c->series_pool = NULL;
-		return -ENOMEM;
-	}
-	/* first the fast path's "none" record (zeroed: limit 0) */
-	c->fast_none = c->series_pool;
-	c->series = calloc(c->cfg.max_series, sizeof(*c->series));
-	if (!c->series)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < c->cfg.max_series; k++) {
-		for (int half = 0; half < 2; half++) {
-			tb_series_fast *fast =
-				(tb_series_fast *)(c->series_pool + sizeof(tb_series_fast) +
-						   ((size_t)k * 2 + (size_t)half) * per);
-			c->series[k].fast[half] = fast;
-			tb_hist_init_zeroed(&c->series[k].hist[half], TB_HIST_DEFAULT_LOWEST,
-					    TB_HIST_DEFAULT_HIGHEST, TB_HIST_DEFAULT_SIG_DIGITS,
-					    tb_fast_counts(fast), (size_t)len);
-		}
-	}
-	return 0;
-}
-
 static int alloc_state(tb_collector *c)
 {
-	uint32_t slots = c->seg.layout.slot_count, metrics = c->seg.layout.metric_capacity;
+	uint32_t slots = c->seg.layout.slot_count;
 	c->slots = calloc(slots, sizeof(*c->slots));
-	c->counts[0] = calloc(metrics, sizeof(tb_metric_counts));
-	c->counts[1] = calloc(metrics, sizeof(tb_metric_counts));
 	c->metric_ready = calloc(TB_MAX_METRICS, 1); /* indexed by any event's metric id */
-	if (!c->slots || !c->counts[0] || !c->counts[1] || !c->metric_ready)
+	c->drainers = calloc(c->cfg.drain_threads, sizeof(*c->drainers));
+	if (!c->slots || !c->metric_ready || !c->drainers)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
-		c->slots[i].t.series_of = calloc(TB_MAX_METRICS, sizeof(tb_series *));
-		c->slots[i].t.fast_of[0] = calloc(TB_FAST_ENTRIES, sizeof(uint32_t));
-		c->slots[i].t.fast_of[1] = calloc(TB_FAST_ENTRIES, sizeof(uint32_t));
-		if (!c->slots[i].t.series_of || !c->slots[i].t.fast_of[0] || !c->slots[i].t.fast_of[1])
+		tb_slot_follow *f = &c->slots[i];
+		f->t.series_of = calloc(TB_MAX_METRICS, sizeof(tb_series *));
+		f->t.fast_of[0] = calloc(TB_FAST_ENTRIES, sizeof(uint32_t));
+		f->t.fast_of[1] = calloc(TB_FAST_ENTRIES, sizeof(uint32_t));
+		if (!f->t.series_of || !f->t.fast_of[0] || !f->t.fast_of[1])
 			return -ENOMEM;
+		f->want = i % c->cfg.drain_threads;
+		f->holder = TB_NO_DRAINER;
 	}
-	int rc = tb_hist_init(&c->merged, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
-			      TB_HIST_DEFAULT_SIG_DIGITS);
-	if (rc < 0)
-		return rc;
-	c->scratch_cap = tb_v2_inner_bound(&c->merged) + tb_v2_frame_bound(&c->merged);
-	c->scratch = malloc(c->scratch_cap);
-	if (!c->scratch)
-		return -ENOMEM;
-	rc = tb_join_init(&c->join, c->cfg.join_capacity, c->cfg.join_timeout_ns);
+	int rc = 0;
+	for (uint32_t k = 0; rc == 0 && k < c->cfg.drain_threads; k++, c->ndrainers++)
+		rc = tb_drainer_init(&c->drainers[k], c, k, c->cfg.drain_cpus[k]);
 	if (rc == 0)
-		rc = tb_collector_folds_init(c);
-	return rc < 0 ? rc : alloc_series(c);
+		rc = tb_closer_init(c);
+	if (rc == 0)
+		rc = tb_join_init(&c->join, c->cfg.join_capacity, c->cfg.join_timeout_ns);
+	if (rc == 0)
+		rc = tb_folds_init(c);
+	return rc < 0 ? rc : tb_series_pool_init(c);
+}
+
+/* The first interval: every drain thread counts it in half 0, the closer
+ * closes it first, and the half before it counts as given back. */
+static void start_intervals(tb_collector *c, int64_t now)
+{
+	int64_t start = now / c->cfg.interval_ns * c->cfg.interval_ns;
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		tb_drainer *d = &c->drainers[k];
+		d->cur = 0;
+		d->interval_start_ns = start;
+		d->acked_start_ns = start;
+		tb_drainer_set_open(d);
+	}
+	c->closer.start_ns = start;
+	c->closer.half = 0;
+	c->freed_start_ns = start - c->cfg.interval_ns;
 }
 
 int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const char **why)
@@ -152,9 +132,14 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->lock_fd = -1;
+	pthread_mutex_init(&c->join_lock, NULL);
+	pthread_mutex_init(&c->slot_lock, NULL);
+	pthread_mutex_init(&c->series_lock, NULL);
+	if (c->cfg.drain_threads == 0)
+		c->cfg.drain_threads = 1;
+	if (c->cfg.drain_threads > TB_COLLECTOR_MAX_DRAINERS)
+		return fail(why, "drain_threads: more drain threads than the collector supports", -EINVAL);
 	c->evict = cfg->evict_lines ? tb_evict_method() : TB_EVICT_NONE;
-	if (pool_bytes_for(cfg->max_series) > (size_t)UINT32_MAX * TB_FAST_OFFSET_UNIT)
-		return fail(why, "max_series: more series than the drain's fast path can address", -EINVAL);
 	if (cfg->fresh)
 		tb_seg_unlink(cfg->dir, cfg->bus);
 	int rc = tb_seg_open(&c->seg, cfg->dir, cfg->bus, &cfg->seg, TB_SEG_CREATE, why);
@@ -162,17 +147,19 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 		return rc;
 	if ((rc = take_lock(c, why)) < 0)
 		return rc;
-	if ((rc = alloc_state(c)) < 0)
+	if ((rc = alloc_state(c)) == -E2BIG)
+		return fail(why, "max_series: more series than the drain's fast path can address", -EINVAL);
+	if (rc < 0)
 		return fail(why, "out of memory", rc);
 	/* the drain's fast path has the series layout built in */
-	if (c->merged.unit_magnitude != TB_SERIES_UNIT_MAG ||
-	    c->merged.sub_bucket_half_count_mag != TB_SERIES_HALF_MAG ||
-	    c->merged.sub_bucket_mask != TB_SERIES_SUB_MASK || c->merged.highest != TB_HIST_DEFAULT_HIGHEST)
+	const tb_hist *layout = &c->closer.merged;
+	if (layout->unit_magnitude != TB_SERIES_UNIT_MAG ||
+	    layout->sub_bucket_half_count_mag != TB_SERIES_HALF_MAG ||
+	    layout->sub_bucket_mask != TB_SERIES_SUB_MASK || layout->highest != TB_HIST_DEFAULT_HIGHEST)
 		return fail(why, "the series histogram layout is not the one the drain has built in", -EINVAL);
 	c->clock_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	int64_t now = clock_ns(CLOCK_MONOTONIC) + c->clock_offset_ns;
-	c->interval_start_ns = now / cfg->interval_ns * cfg->interval_ns;
-	tb_collector_set_closing(c, false);
+	start_intervals(c, now);
 	tb_writer_config wc = cfg->writer;
 	wc.bus = cfg->bus;
 	/* tb_span and tb_end carry the intended time: everything this collector
@@ -186,7 +173,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 			c->extra_header[n] = '\0';
 		wc.extra_header = c->extra_header;
 	}
-	if ((rc = tb_writer_open(&c->writer, &wc, c->interval_start_ns, why)) < 0)
+	if ((rc = tb_writer_open(&c->writer, &wc, c->closer.start_ns, why)) < 0)
 		return rc;
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	h->collector_pid = getpid();
@@ -198,49 +185,141 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	return 0;
 }
 
-static bool half_has_data(tb_collector *c, int half)
+int64_t tb_collector_now(const tb_collector *c)
 {
+	return clock_ns(CLOCK_MONOTONIC) + c->clock_offset_ns;
+}
+
+/* Synchronous use: one thread does what the drain threads do. */
+uint64_t tb_collector_drain_pass(tb_collector *c)
+{
+	uint64_t n = 0;
+	for (uint32_t k = 0; k < c->ndrainers; k++)
+		n += tb_drainer_pass(&c->drainers[k], false);
+	return n;
+}
+
+uint64_t tb_collector_poll_pass(tb_collector *c)
+{
+	uint64_t n = 0;
+	for (uint32_t k = 0; k < c->ndrainers; k++)
+		n += tb_drainer_pass(&c->drainers[k], true);
+	return n;
+}
+
+uint64_t tb_collector_drain_all(tb_collector *c)
+{
+	/* a ring handed over from a thread to one before it in this order is
+	 * read in the next round */
+	uint64_t total = 0, n;
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t k = 0; k < c->ndrainers; k++)
+			total += (n = tb_drainer_drain_all(&c->drainers[k]));
+	}
 	tb_collector_fold_events(c);
-	tb_collector_take_folds(c, half); /* what was folded may be all it has */
-	for (uint32_t m = 0; m < c->seg.layout.metric_capacity; m++) {
-		const tb_metric_counts *mc = &c->counts[half][m];
-		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late)
-			return true;
+	return total;
+}
+
+void tb_collector_fold_events(tb_collector *c)
+{
+	for (int h = 0; h < 2; h++)
+		tb_series_fold_events(c, h, c->drainers[0].counts[h]);
+}
+
+void tb_collector_housekeep(tb_collector *c, int64_t now)
+{
+	tb_slots_housekeep(c, now);
+	for (uint32_t k = 0; k < c->ndrainers; k++)
+		tb_drainer_housekeep(&c->drainers[k], now);
+	/* the drain threads carry out what housekeeping asked: here at once */
+	for (uint32_t k = 0; k < c->ndrainers; k++)
+		tb_drainer_tend(&c->drainers[k]);
+}
+
+int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
+{
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		tb_drainer *d = &c->drainers[k];
+		if (d->interval_start_ns <= c->closer.start_ns)
+			tb_drainer_switch(d, 0, true);
+	}
+	return tb_closer_close(c, length_ns);
+}
+
+void tb_collector_assign(tb_collector *c, uint32_t i, uint32_t d)
+{
+	tb_slot_follow *f = &c->slots[i];
+	if (__atomic_load_n(&f->want, __ATOMIC_RELAXED) == d)
+		return;
+	__atomic_store_n(&f->want, d, __ATOMIC_RELAXED);
+	c->moves++;
+}
+
+/* Rebalancing: each ring's events since the last call is its load; rings
+ * are placed heaviest first on the drain thread that carries least so far
+ * (a ring stays where it is when that thread is as light as any). Nothing
+ * moves unless the busiest thread carries TB_REBALANCE_SLACK times its
+ * share: moving a ring costs its new thread the lines of its table. */
+uint32_t tb_collector_rebalance(tb_collector *c)
+{
+	uint32_t slots = c->seg.layout.slot_count, nd = c->ndrainers, moved = 0;
+	if (nd < 2)
+		return 0;
+	uint64_t rate[slots], load[TB_COLLECTOR_MAX_DRAINERS] = {0}, total = 0, most = 0;
+	uint32_t order[slots];
+	for (uint32_t i = 0; i < slots; i++) {
+		tb_slot_follow *f = &c->slots[i];
+		uint64_t now = __atomic_load_n(&f->taken_total, __ATOMIC_RELAXED);
+		rate[i] = now - f->taken_seen;
+		f->taken_seen = now;
+		order[i] = i;
+		load[__atomic_load_n(&f->want, __ATOMIC_RELAXED)] += rate[i];
+		total += rate[i];
+	}
+	for (uint32_t k = 0; k < nd; k++)
+		most = load[k] > most ? load[k] : most;
+	if (total == 0 || (double)most < TB_REBALANCE_SLACK * (double)total / nd)
+		return 0;
+	for (uint32_t a = 1; a < slots; a++) { /* heaviest first: insertion sort, slots are few */
+		uint32_t x = order[a], b = a;
+		for (; b > 0 && rate[order[b - 1]] < rate[x]; b--)
+			order[b] = order[b - 1];
+		order[b] = x;
+	}
+	uint64_t placed[TB_COLLECTOR_MAX_DRAINERS] = {0};
+	for (uint32_t a = 0; a < slots; a++) {
+		uint32_t i = order[a], here = __atomic_load_n(&c->slots[i].want, __ATOMIC_RELAXED), best = here;
+		for (uint32_t k = 0; k < nd; k++)
+			if (placed[k] < placed[best])
+				best = k;
+		placed[best] += rate[i];
+		if (best != here && rate[i] > 0) {
+			tb_collector_assign(c, i, best);
+			moved++;
+		}
+	}
+	return moved;
+}
+
+/* Whether the open interval of any drain thread holds anything: its counts,
+ * what the fast path recorded, or what producers folded. Folds them in. */
+static bool open_has_data(tb_collector *c)
+{
+	int half = c->closer.half;
+	pthread_mutex_lock(&c->slot_lock);
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
+		tb_folds_take_slot(c, i, half, false, c->drainers[0].counts[half], c->closer.fold_grew,
+				   &c->closer.series_exhausted);
+	pthread_mutex_unlock(&c->slot_lock);
+	tb_series_fold_events(c, half, c->drainers[0].counts[half]);
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		for (uint32_t m = 0; m < c->seg.layout.metric_capacity; m++) {
+			const tb_metric_counts *mc = &c->drainers[k].counts[half][m];
+			if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late)
+				return true;
+		}
 	}
 	return false;
-}
-
-/* Close every interval whose end (plus grace) has passed. */
-static int close_due(tb_collector *c, int64_t now)
-{
-	int rc = 0;
-	if (now < c->interval_start_ns + c->cfg.interval_ns + c->cfg.grace_ns)
-		return 0;
-	tb_collector_drain_all(c);
-	while (rc == 0 && now >= c->interval_start_ns + c->cfg.interval_ns + c->cfg.grace_ns)
-		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
-	return rc;
-}
-
-static int finish(tb_collector *c)
-{
-	int64_t mono = clock_ns(CLOCK_MONOTONIC);
-	tb_collector_housekeep(c, mono); /* pick up rings detached just now */
-	tb_collector_drain_all(c);
-	tb_collector_expire_all(c); /* this join table ends here: its halves never match */
-	c->stopping = true;
-	int64_t now = mono + c->clock_offset_ns;
-	int rc = 0;
-	while (rc == 0 && now >= c->interval_start_ns + c->cfg.interval_ns)
-		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
-	/* the partial interval, with its true length */
-	if (rc == 0 && half_has_data(c, c->cur))
-		rc = tb_collector_close_interval(c, now - c->interval_start_ns);
-	/* events stamped after now by a producer's clock: one more partial */
-	if (rc == 0 && half_has_data(c, c->cur))
-		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
-	int frc = tb_writer_flush(c->writer);
-	return rc ? rc : frc;
 }
 
 /* A failed write loses log output, not the bus: report each new error once
@@ -256,40 +335,107 @@ static void report_io_error(tb_collector *c, int rc)
 	c->last_io_error = rc;
 }
 
-/* Caught up: spin on our own clock until `until`, touching no line a
- * producer writes (TB_COLLECTOR_DEFAULT_BACKOFF_NS). */
-static void back_off(int64_t until, volatile sig_atomic_t *stop)
+/* After the drain threads stopped: everything left is drained here, every
+ * interval up to now closed, then the partial one with its true length. */
+static int finish(tb_collector *c)
 {
-	while (!*stop && clock_ns(CLOCK_MONOTONIC) < until) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
+	int64_t mono = clock_ns(CLOCK_MONOTONIC);
+	tb_collector_housekeep(c, mono); /* pick up rings detached just now */
+	tb_collector_drain_all(c);
+	for (uint32_t k = 0; k < c->ndrainers; k++) /* this join table ends here */
+		tb_drainer_expire_all(&c->drainers[k]);
+	int64_t now = mono + c->clock_offset_ns;
+	int rc = 0;
+	while (rc == 0 && now >= c->closer.start_ns + c->cfg.interval_ns)
+		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
+	/* bring every drain thread to the closer's interval */
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		tb_drainer *d = &c->drainers[k];
+		if (d->interval_start_ns > c->closer.start_ns)
+			continue;
+		d->cur = c->closer.half;
+		d->interval_start_ns = c->closer.start_ns;
+		tb_drainer_set_open(d);
+	}
+	/* the partial interval, with its true length */
+	if (rc == 0 && open_has_data(c))
+		rc = tb_collector_close_interval(c, now - c->closer.start_ns);
+	/* events stamped after now by a producer's clock: one more partial */
+	if (rc == 0 && open_has_data(c))
+		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
+	int frc = tb_writer_flush(c->writer);
+	return rc ? rc : frc;
+}
+
+static int start_drainers(tb_collector *c)
+{
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		tb_drainer *d = &c->drainers[k];
+		int rc = pthread_create(&d->thread, NULL, tb_drainer_main, d);
+		if (rc != 0)
+			return -rc;
+		d->started = true;
+	}
+	return 0;
+}
+
+static void stop_drainers(tb_collector *c)
+{
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		if (c->drainers[k].started)
+			pthread_join(c->drainers[k].thread, NULL);
+		c->drainers[k].started = false;
+	}
+}
+
+/* The run loop's own work on a tick: every interval the drain threads have
+ * finished is closed (counted as behind when its close begins an interval
+ * or more after its end), series memory kept ahead, housekeeping. */
+static void tick(tb_collector *c, int64_t mono)
+{
+	while (tb_closer_due(c)) {
+		int64_t late = mono + c->clock_offset_ns - (c->closer.start_ns + c->cfg.interval_ns);
+		if (late >= c->cfg.interval_ns) {
+			c->closer.behind++;
+			fprintf(stderr, "tailbusd: the close of interval %.3f began %.3f s after its end\n",
+				(double)c->closer.start_ns / 1e9, (double)late / 1e9);
+		}
+		int64_t t0 = clock_ns(CLOCK_MONOTONIC);
+		report_io_error(c, tb_closer_close(c, c->cfg.interval_ns));
+		int64_t took = clock_ns(CLOCK_MONOTONIC) - t0;
+		if (took > c->closer.longest_close_ns)
+			c->closer.longest_close_ns = took;
+		mono = clock_ns(CLOCK_MONOTONIC);
+	}
+	tb_series_prefault(c);
+	if (mono >= c->next_housekeep_ns) {
+		tb_slots_housekeep(c, mono);
+		c->next_housekeep_ns = mono + TB_COLLECTOR_HOUSEKEEP_NS;
+		report_io_error(c, tb_writer_poll(c->writer));
+	}
+	if (c->cfg.rebalance && mono >= c->next_rebalance_ns) {
+		tb_collector_rebalance(c);
+		c->next_rebalance_ns = mono + TB_REBALANCE_NS;
 	}
 }
 
 int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 {
-	struct timespec idle = {(time_t)(c->cfg.idle_ns / NS_PER_SEC),
-				(long)(c->cfg.idle_ns % NS_PER_SEC)};
-	while (!*stop) {
-		/* --idle-us sleeps after a pass that took nothing, so every pass
-		 * there reads what there is: one that left a short ring alone
-		 * would read as quiet and sleep while that ring fills */
-		uint64_t n = c->cfg.idle_ns > 0 ? tb_collector_drain_pass(c) : tb_collector_poll_pass(c);
-		bool full = c->last_pass_full; /* this pass's: a close below drains too */
-		int64_t mono = clock_ns(CLOCK_MONOTONIC);
-		report_io_error(c, close_due(c, mono + c->clock_offset_ns));
-		if (mono >= c->next_housekeep_ns) {
-			tb_collector_housekeep(c, mono);
-			c->next_housekeep_ns = mono + TB_COLLECTOR_HOUSEKEEP_NS;
-			report_io_error(c, tb_writer_poll(c->writer));
-		}
-		if (n == 0 && c->cfg.idle_ns > 0)
-			nanosleep(&idle, NULL);
-		else if (!full && c->cfg.backoff_ns > 0)
-			back_off(mono + c->cfg.backoff_ns, stop);
+	c->stop = stop;
+	int rc = start_drainers(c);
+	if (rc < 0) {
+		fprintf(stderr, "tailbusd: cannot start the drain threads: %s\n", strerror(-rc));
+		*stop = 1;
 	}
-	return finish(c);
+	struct timespec nap = {0, TB_COLLECTOR_TICK_NS};
+	c->next_rebalance_ns = clock_ns(CLOCK_MONOTONIC) + TB_REBALANCE_NS;
+	while (!*stop) {
+		tick(c, clock_ns(CLOCK_MONOTONIC));
+		nanosleep(&nap, NULL);
+	}
+	stop_drainers(c);
+	int frc = finish(c);
+	return rc < 0 ? rc : frc;
 }
 
 void tb_collector_close(tb_collector *c)
@@ -304,18 +450,13 @@ void tb_collector_close(tb_collector *c)
 		}
 	}
 	free(c->slots);
-	free(c->counts[0]);
-	free(c->counts[1]);
+	for (uint32_t k = 0; k < c->ndrainers; k++)
+		tb_drainer_free(&c->drainers[k]);
+	free(c->drainers);
 	free(c->metric_ready);
 	free(c->fold_value);
-	free(c->fold_grew);
-	free(c->series);
-	if (c->series_pool)
-		munmap(c->series_pool, c->series_pool_bytes);
-	tb_hist_free(&c->merged);
-	free(c->scratch);
-	free(c->log.p);
-	free(c->side.p);
+	tb_series_pool_free(c);
+	tb_closer_free(c);
 	if (c->join.entries)
 		tb_join_free(&c->join);
 	if (c->seg.base) {

@@ -1,22 +1,52 @@
 /* collector.h - tailbusd's state: what it follows, records and writes.
  *
- * The collector owns one bus. Its drain loop visits every followed slot in
- * turn, takes a bounded batch of events with its own consumer index, and
- * records each into the histogram of its (slot, metric) series for the
- * interval of the event's completion time. Each series holds two histograms,
- * the current interval's and the next one's, so an event that completes just
- * after a boundary is never put in the interval before it. An interval is
- * closed `grace` after its end: the series of each metric are merged, the
- * result is published to the live area and written as one log line per
- * metric, with the health counters in the sidecar.
+ * The collector owns one bus. Its work is split by concern, and the data
+ * flows one way:
  *
- * Everything is allocated at start-up (series come from a fixed pool); the
- * drain loop neither allocates nor makes system calls apart from the clock
- * read and the optional idle sleep.
+ *   rings -> drain threads -> series halves -> closer -> live area, writer
+ *
+ * - slots.c: which producer slots are followed, whether their owners still
+ *   run, quarantine of hostile rings (the slot life cycle).
+ * - drain.c: a drain thread (tb_drainer) reads the rings assigned to it,
+ *   each with its own consumer index, and counts every event into the
+ *   histogram of its (slot, metric) series for the interval of its
+ *   completion time. At an interval's end plus the grace it switches to the
+ *   other half of every series by flipping one index: no walk, no page
+ *   touched for the first time. It never merges, encodes or writes.
+ * - series.c: the series pool: two halves (histograms) per (slot, metric),
+ *   its memory faulted in ahead of use by the run loop, never by a drain
+ *   thread.
+ * - folds.c: what producers folded into their fold lanes while their rings
+ *   were full.
+ * - close.c: the closer merges the finished half of every series per
+ *   metric, encodes, publishes the live area, hands the lines to the writer
+ *   and gives the halves back empty.
+ * - collector.c: set-up, the run loop that owns the schedule (closes,
+ *   housekeeping, the rings' assignment to drain threads) and a clean stop.
+ *
+ * The interval protocol between drain threads and the closer, in interval
+ * start times (wall clock ns, L the interval length):
+ * - a drain thread counts interval S in half h and, for events completing
+ *   after S + L, interval S + L in half h ^ 1. It publishes `acked_start_ns`
+ *   = S: every interval before S is finished for it.
+ * - the closer closes interval S once every drain thread's acked_start_ns is
+ *   past S, then publishes `freed_start_ns` = S: half h is empty again.
+ * - the half of interval S + L (h ^ 1) held interval S - L before: a drain
+ *   thread records into it, for events completing after S + L, and moves
+ *   on to S + L, only once freed_start_ns >= S - L (tb_drainer_next_free).
+ *   So a closer that falls behind holds the drain threads in their
+ *   interval: events of the intervals after it are counted there as
+ *   `ahead`, and the close that fell behind is counted and reported. It
+ *   never stalls a drain.
+ *
+ * Everything is allocated at start-up (series come from a fixed pool); a
+ * drain thread neither allocates nor makes system calls apart from clock
+ * reads and the optional idle sleep.
  */
 #ifndef TAILBUS_COLLECTOR_H
 #define TAILBUS_COLLECTOR_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdalign.h>
 #include <stdbool.h>
@@ -29,17 +59,19 @@
 #include "writer.h"
 
 #define TB_COLLECTOR_BATCH 256                 /* events taken from one ring per visit */
-/* tb_collector_poll_pass reads a ring short of a whole batch at most this
- * often: reading up to where the producer writes takes that line from it,
- * and the lines after it that the reads' prefetching fetched. */
+/* A pass that reads whole batches only reads a ring short of a whole batch
+ * at most this often: reading up to where the producer writes takes that
+ * line from it, and the lines after it that the reads' prefetching fetched. */
 #define TB_COLLECTOR_PARTIAL_NS 1000000LL
-/* After a pass in which no ring had a whole batch waiting, the collector has
- * caught up: polling again at once would pull the event line each producer
- * is writing to this core on every pass, slowing a producer at full rate
- * many times over on this VM (bench/README.md). It waits this
- * long on its own clock instead, a fraction of what a ring holds. */
+/* After a pass in which no ring had a whole batch waiting, the drain thread
+ * has caught up: polling again at once would pull the event line each
+ * producer is writing on every pass. It waits this long on its own clock
+ * instead, a fraction of what a ring holds. */
 #define TB_COLLECTOR_DEFAULT_BACKOFF_NS 2000
 #define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */
+/* Series whose memory the run loop keeps faulted in ahead of the drain
+ * threads' needs: new (slot, metric) pairs between two of its visits. */
+#define TB_SERIES_RESERVE 16
 /* The bucket layout of every series histogram, TB_HIST_DEFAULT_* (1 ns to
  * an hour at 3 digits), as constants for the drain's fast path to fold into
  * its code; the collector refuses to open if tb_hist_init gives another. */
@@ -48,6 +80,14 @@
 #define TB_SERIES_SUB_MASK 2047 /* (2048 - 1) << unit magnitude */
 #define TB_COLLECTOR_HOUSEKEEP_NS 100000000LL  /* slot states, heartbeat: every 100 ms */
 #define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
+#define TB_COLLECTOR_MAX_DRAINERS 64
+/* The run loop's sleep between its looks at the schedule. */
+#define TB_COLLECTOR_TICK_NS 1000000LL
+/* Rebalancing: rings move between drain threads at most this often, and
+ * only when the busiest thread carries this much more than its share. */
+#define TB_REBALANCE_NS 1000000000LL
+#define TB_REBALANCE_SLACK 1.25
+#define TB_NO_DRAINER UINT32_MAX
 
 #if defined(__GNUC__)
 #define TB_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -65,6 +105,7 @@
 typedef struct tb_metric_counts {
 	uint64_t events, negative, late, clamped, unmatched_start, unmatched_end;
 	uint64_t folded; /* of events: taken from fold lanes (folds.c) */
+	uint64_t ahead;  /* of events: stamped past the next interval while its half was being closed */
 } tb_metric_counts;
 
 typedef struct tb_growbuf {
@@ -73,16 +114,15 @@ typedef struct tb_growbuf {
 } tb_growbuf;
 
 /* What the drain's fast path records into a series half besides its
- * counts: less than tb_hist_record_in_range would write, on one line, the
- * line just before the half's counts in the pool (tb_fast_counts), so that
- * the drain reaches a count from the record without loading a pointer.
- * tb_collector_fold_events adds the events to the histogram's total and
- * the per-metric count. The least and greatest value are not kept per
- * event: only which power-of-two buckets were written to, a byte each,
- * from which tb_collector_settle_bounds finds them in the counts when the
- * half closes, at the precision HdrHistogram reports them (its minimum and
- * maximum are a bucket's lowest and highest equivalent values, as
- * tb_hist_min and tb_hist_max are). */
+ * counts, on one line: the line just before the half's counts in the pool
+ * (tb_fast_counts), so that a count is reached from the record without
+ * loading a pointer. The closer adds `events` to the histogram's total and
+ * the per-metric count (tb_series_fold_events). The least and greatest
+ * value are not kept per event: only which power-of-two buckets were
+ * written to, a byte each, from which tb_series_settle_bounds finds them in
+ * the counts when the half closes, at the precision HdrHistogram reports
+ * them (a bucket's lowest and highest equivalent values, as tb_hist_min and
+ * tb_hist_max are). */
 #define TB_SERIES_BUCKETS 43 /* e - TB_SERIES_HALF_MAG for values below 2^53 */
 typedef struct tb_series_fast {
 	alignas(64) uint64_t events; /* recorded since the last fold */
@@ -113,9 +153,7 @@ static inline int64_t *tb_fast_counts(tb_series_fast *f)
  * on: a SPAN of that pass then finds its metric's entry, and any other word
  * (an event from the pass before included) lands on an entry that is 0,
  * which is why the table has TB_LAP_BIT entries more than the index
- * reaches. Each id's entry has 32 bytes to itself, so a ring that records
- * many ids spread over the id space touches more lines and pages of the
- * table than entries side by side would. */
+ * reaches. */
 #define TB_FAST_INDEX_MASK ((TB_MAX_METRICS << TB_METRIC_SHIFT) - 1)
 #define TB_FAST_ENTRIES (TB_FAST_INDEX_MASK + 1 + TB_LAP_BIT)
 static inline size_t tb_fast_entry(uint16_t metric)
@@ -126,7 +164,7 @@ static inline size_t tb_fast_entry(uint16_t metric)
 typedef struct tb_series {
 	uint32_t slot;
 	uint16_t metric;
-	tb_hist hist[2]; /* [cur], [cur ^ 1] */
+	tb_hist hist[2]; /* the two halves: intervals alternate between them */
 	tb_series_fast *fast[2]; /* the lines before hist[h].counts */
 } tb_series;
 /* Every fast record lies within UINT32_MAX units of c->fast_none
@@ -134,35 +172,99 @@ typedef struct tb_series {
  * series of the default layout. */
 #define TB_FAST_OFFSET_UNIT 8
 
+/* What the run loop asks of a slot's holder (tb_slot_follow.release). */
+enum tb_release { TB_RELEASE_NONE = 0, TB_RELEASE_FREE = 1, TB_RELEASE_REFOLLOW = 2 };
+
+/* What the close of an interval reports for one ring, counted by whichever
+ * drain thread held it, in the half of that interval. */
+typedef struct tb_ring_tally {
+	uint64_t events, folded, bad_events;
+	uint32_t high_water; /* most events waiting */
+} tb_ring_tally;
+
+/* One slot as the collector follows it. The follow state is read and
+ * written only by the drain thread that holds the slot (`holder`); the
+ * tallies by that thread for the open halves and by the closer for the
+ * closed one; the drop counts and fold lanes under c->slot_lock. */
 typedef struct tb_slot_follow {
 	bool followed;
 	bool quarantined;
+	bool folds_unsure;      /* followed since its lanes were last read: read them all */
 	uint32_t generation;
 	uint32_t cons; /* our consumer index: the authoritative one */
 	int32_t pid;
 	uint64_t pid_start_time;
 	uint32_t owner_looks;   /* owner_alive() calls: each tenth reads the start time */
+	int64_t partial_after_ns; /* monotonic: a whole-batch pass reads it short again from then */
+	tb_ring_tally tally[2];
+	char reason[96];        /* why it was quarantined */
+	/* Assignment (the run loop writes `want`; the drain threads hand the
+	 * slot over through `holder`, see drain.c), and the run loop's request
+	 * that the holder hand the slot back to producers (`release`). */
+	uint32_t want, holder, release; /* release: enum tb_release */
+	uint64_t taken_total;   /* events taken, ever: the rebalancer's measure */
+	uint64_t taken_seen;    /* ... as the rebalancer last read it */
+	/* under slot_lock */
 	uint64_t dropped_seen;  /* slot->dropped when last read */
 	uint64_t pending_drops; /* drops of an owner that left before the interval closed */
-	uint64_t interval_events;
-	uint64_t interval_folded; /* taken from its fold lanes this interval */
-	bool folds_unsure;      /* followed since its lanes were last read: read them all */
-	uint64_t bad_events;    /* unregistered metric or unknown kind; a fold lane's impossible counts */
-	uint32_t high_water;    /* most events waiting, this interval */
-	int64_t partial_after_ns; /* monotonic: tb_collector_poll_pass reads short again from then */
-	char reason[96];        /* why it was quarantined */
 	/* metric id -> its series on this ring, or NULL; and for the fast
 	 * path, an event's first word -> its series' record of each half
 	 * (TB_FAST_ENTRIES, above). Every 14-bit id has an entry, so the drain
 	 * looks up any event without a range check: 128 KiB for series_of and
 	 * 512 KiB for each fast_of a slot, of which only the pages of ids seen
-	 * are touched. Allocated at open for the collector's life: whatever
-	 * resets the rest of this struct keeps them. */
+	 * are touched. Allocated at open for the collector's life. Written
+	 * under series_lock, read without it (each entry one atomic word). */
 	struct tb_slot_tables {
 		tb_series **series_of;
 		uint32_t *fast_of[2]; /* offsets from c->fast_none */
 	} t;
 } tb_slot_follow;
+
+struct tb_collector;
+
+/* How a drain thread spent its time since the close that last took these
+ * (each a maximum, or a running total, stored with relaxed atomics by the
+ * thread and exchanged for 0 by the closer):
+ * - the longest pass over its rings (wall clock);
+ * - the longest time between the starts of two passes (wall clock), and of
+ *   such a gap the part the thread itself ran: the gap less the time the
+ *   thread was not running (the host or the kernel had its CPU), which is
+ *   the wall time less the thread's CPU time over a window ending at the
+ *   gap's end. The thread's CPU time costs a system call, so it is read at
+ *   a pass's start only once TB_DRAIN_CPU_SAMPLE_NS have passed since the
+ *   last read: the window is then the gap and at most that much before it,
+ *   and what the thread did not run in that much before the gap is taken
+ *   off the gap too (never more than the gap). */
+#define TB_DRAIN_CPU_SAMPLE_NS 50000LL
+typedef struct tb_drain_stalls {
+	int64_t longest_pass_ns;
+	int64_t longest_gap_ns;
+	int64_t longest_self_gap_ns;
+} tb_drain_stalls;
+
+typedef struct tb_drainer {
+	alignas(64) struct tb_collector *c;
+	uint32_t id;
+	int cpu;                 /* pinned to, or -1 */
+	pthread_t thread;
+	bool started;
+	/* the interval: derived from cur and interval_start_ns, kept as fields
+	 * for the drain loop (tb_drainer_set_open) */
+	int cur;                 /* the half of interval_start_ns */
+	int open_half;           /* where late events go: cur */
+	int64_t interval_start_ns;
+	int64_t late_before_ns;
+	tb_metric_counts *counts[2]; /* per metric, by half */
+	uint64_t *fold_grew;     /* scratch for releasing a slot's lanes */
+	bool last_pass_full;     /* the last pass took a whole batch from some ring */
+	uint64_t late_total, series_exhausted;
+	int64_t last_pass_ns, cpu_sample_wall_ns, cpu_sample_ns;
+	int64_t next_housekeep_ns;
+	tb_drain_stalls stalls;
+	uint64_t events_total;   /* taken, ever (relaxed atomic) */
+	/* published with release: every interval before it is finished here */
+	alignas(64) int64_t acked_start_ns;
+} tb_drainer;
 
 typedef struct tb_collector_config {
 	const char *bus;
@@ -178,6 +280,11 @@ typedef struct tb_collector_config {
 	tb_seg_config seg;   /* used when tailbusd creates the segment */
 	bool fresh;          /* remove an existing segment first */
 	bool evict_lines;    /* flush each event line read (see tb_collector.evict) */
+	uint32_t drain_threads;           /* 1 by default */
+	int drain_cpus[TB_COLLECTOR_MAX_DRAINERS]; /* -1: not pinned */
+	int close_cpu;       /* the run loop's and closer's CPU, -1: not pinned */
+	bool rebalance;      /* move rings between drain threads by rate (default on) */
+	int64_t test_close_delay_ns; /* tests: every close takes this much longer */
 } tb_collector_config;
 
 typedef struct tb_collector {
@@ -185,144 +292,172 @@ typedef struct tb_collector {
 	tb_seg seg;
 	tb_writer *writer;
 	tb_join join;
+	pthread_mutex_t join_lock;   /* START/END halves from any drain thread */
+	pthread_mutex_t slot_lock;   /* drop counts and fold lanes: a holder's release vs the close */
+	pthread_mutex_t series_lock; /* taking series from the pool */
 	tb_slot_follow *slots;
 	tb_series *series;      /* the pool: max_series */
-	uint32_t nseries;
+	uint32_t nseries;       /* taken (atomic: the closer reads it while drains take more) */
+	uint32_t series_ready;  /* faulted in: [0, series_ready) */
+	uint64_t series_unready;/* series a drain thread had to fault in itself */
 	const char *fast_none;  /* the fast record no event is recorded into */
 	char *series_pool;    /* that record, then each series half's fast record and counts */
 	size_t series_pool_bytes;
-	tb_hist merged;         /* scratch for one metric's interval; the layout of every series */
+	tb_drainer *drainers;
+	uint32_t ndrainers;
 	int64_t *fold_value;    /* per fold lane count index: the value its events are recorded at */
-	uint64_t *fold_grew;    /* scratch: how much each count of the lane being read grew */
-	uint8_t *scratch;       /* V2 encoding scratch */
-	size_t scratch_cap;
-	tb_growbuf log;         /* one interval's log lines */
-	tb_growbuf side;        /* ... and sidecar rows */
-	tb_metric_counts *counts[2]; /* per metric, [cur] and [cur ^ 1] */
 	uint8_t *metric_ready;  /* per metric id (TB_MAX_METRICS): 1 once seen READY */
-	int cur;                /* which half of every series is the current interval */
-	/* Events completed before late_before_ns are late and go to open_half:
-	 * normally the current interval's start and half; while the current
-	 * half is being closed (and the drain goes on between its metrics),
-	 * that interval's end and the next half, so nothing is written into the
-	 * half being closed and what is drained then counts as it would after. */
-	int open_half;
-	int64_t late_before_ns;
-	/* Set by the final closes at shutdown, which must not drain: what they
-	 * took would go to a half never closed. Left in the rings instead, it
-	 * is the next collector's. */
-	bool stopping;
 	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
-	int64_t interval_start_ns; /* wall clock start of the current interval */
-	int64_t next_housekeep_ns;
-	bool last_pass_full;    /* the last drain pass took a whole batch from some ring */
-	/* The start of the last drain pass, and the longest time between the
-	 * starts of two passes (monotonic ns) since the last close, or the one
-	 * before when the last wrote no ring rows: how long the rings went
-	 * unread, for our own work or because the host took our CPU. In each
-	 * ring's sidecar row, so that a drop can be put beside the stall that
-	 * caused it. */
-	int64_t last_pass_ns, longest_gap_ns;
-	bool gap_kept; /* longest_gap_ns was kept over a close that wrote no ring rows */
-	/* Bus drops of the last close, if it published no metric: shown with
-	 * the next close's metrics instead (once), since the live area shows a
-	 * bus's drops only beside a metric's interval. A ring's events drained
-	 * in the close that reads its drops may belong to the next interval. */
-	uint64_t drops_carried;
-	/* What the drain does with each event line it has read to its end
-	 * (drain.c): TB_EVICT_NONE (the default: leave it), or flush it from
-	 * every cache. A line left in our cache must be taken back from it
-	 * when its producer next writes there, a ring later: a cross-core
-	 * invalidation for every 4 events. Flushed, the line is written from
-	 * memory without asking this core. Which costs the producer less
-	 * depends on where the two cores are: on this VM's two vCPUs a
-	 * producer at full speed attempted 1.5-4.4 times as many events with
-	 * it, and the flushes took about a tenth of the drain's rate in its
-	 * own cache (bench/README.md); on cores that share a cache it can
-	 * only cost. */
-	int evict;
 	/* Tests only: every event through decode(), none through the drain's
 	 * fast path, to check the two record alike. */
 	bool decode_only;
-	uint64_t late_total, series_exhausted;
+	/* What the drain does with each event line it has read to its end
+	 * (drain.c): TB_EVICT_NONE (the default: leave it), or flush it from
+	 * every cache, so that its producer's next write there need not take
+	 * it back from this core. Which costs the producer less depends on
+	 * where the cores are (bench/README.md); on cores that share a cache it
+	 * can only cost. */
+	int evict;
+	/* the closer (close.c) */
+	struct tb_closer {
+		int64_t start_ns;   /* the next interval to close */
+		int half;           /* its half of every series */
+		tb_hist merged;     /* scratch for one metric's interval; the layout of every series */
+		tb_metric_counts *sum; /* per metric: the interval's counts, all drain threads */
+		uint64_t *fold_grew;
+		uint8_t *scratch;   /* V2 encoding scratch */
+		size_t scratch_cap;
+		tb_growbuf log;     /* one interval's log lines */
+		tb_growbuf side;    /* ... and sidecar rows */
+		/* Bus drops of the last close, if it published no metric: shown
+		 * with the next close's metrics instead (once). */
+		uint64_t drops_carried;
+		int64_t longest_gap_ns; /* the drain threads' longest wall gap, kept for the next ring rows */
+		bool gap_kept;
+		uint64_t *drained_seen; /* per drain thread: its events_total at the last close */
+		int64_t longest_self_gap_ns; /* the longest self-caused drain gap, ever */
+		uint64_t series_exhausted; /* fold lane events with no series left */
+		uint64_t behind;    /* closes that began an interval or more after their end */
+		int64_t longest_close_ns;
+	} closer;
+	/* published with release: the last interval whose halves are empty again */
+	alignas(64) int64_t freed_start_ns;
+	alignas(64) int64_t next_housekeep_ns, next_rebalance_ns;
+	uint64_t moves;         /* rings handed from one drain thread to another */
 	int lock_fd;
-	int last_io_error;
-	char extra_header[4096 + 128]; /* open-loop mark and environment lines for the log */      /* the last log error reported, to report each once */
+	int last_io_error;      /* the last log error reported, to report each once */
+	char extra_header[4096 + 128]; /* open-loop mark and environment lines for the log */
 	volatile sig_atomic_t *stop;
 } tb_collector;
 
 void tb_collector_config_default(tb_collector_config *c);
 /* Attach or create the segment, take the bus lock, allocate everything,
- * open the log. Returns 0 or a negative errno with *why set. */
+ * open the log. Returns 0 or a negative errno with *why set. Starts no
+ * thread: tb_collector_run does. */
 int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const char **why);
-/* Run until *stop becomes non-zero; then drain, close the partial interval,
- * flush. Returns 0 or a negative errno. */
+/* Start the drain threads, run the schedule until *stop becomes non-zero;
+ * then stop them, drain, close the partial interval, flush. Returns 0 or a
+ * negative errno. */
 int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop);
 void tb_collector_close(tb_collector *c);
-
-/* drain.c */
 int64_t tb_collector_now(const tb_collector *c); /* wall clock ns via the monotonic clock */
-/* Where drained events go (open_half, late_before_ns): derived from cur
- * and interval_start_ns, kept as fields for the drain loop; set again
- * whenever those change or a close begins or ends. */
-static inline void tb_collector_set_closing(tb_collector *c, bool closing)
-{
-	c->open_half = c->cur ^ (int)closing;
-	c->late_before_ns = c->interval_start_ns + (closing ? c->cfg.interval_ns : 0);
-}
-uint64_t tb_collector_drain_pass(tb_collector *c);
-/* The busy-polling run loop's pass: as tb_collector_drain_pass, but a ring
- * that does not hold a whole batch is read only every TB_COLLECTOR_PARTIAL_NS,
- * so that a caught-up collector does not read the lines its producers are
- * writing on every pass. What waits is read by the next such read, or by the
- * tb_collector_drain_all of the interval's close. (With --idle-us the loop
- * uses tb_collector_drain_pass: it sleeps after a pass that took nothing.) */
-uint64_t tb_collector_poll_pass(tb_collector *c);
-void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
-/* Drain until the rings are empty, or for as many passes as empty full
- * rings twice over: a producer that writes as fast as the drain must not
- * hold up the caller (an interval's close, the shutdown) for ever. Returns
- * the events taken. */
-uint64_t tb_collector_drain_all(tb_collector *c);
-/* Between the metrics of a close: drain passes while some ring still gives
- * a whole batch (bounded as tb_collector_drain_all), so that each metric a
- * close handles (a few hundred microseconds) leaves a ring at full rate no
- * fuller than that metric's share. One pass a metric took a batch from each
- * ring and let a close fill it (bench/README.md). Returns the events taken. */
-uint64_t tb_collector_catch_up(tb_collector *c);
-/* Add what the fast path recorded per series (both halves) to the series'
- * histograms' totals and to the per-metric counts; drain_all, the interval
- * close and whatever reads either call it first. */
-void tb_collector_fold_events(tb_collector *c);
-/* Bring every series' half `half` minimum and maximum (min_raw, max_raw)
- * up to what the fast path recorded into it, from its counts and the
- * buckets it wrote to: the lowest value of the lowest non-zero count above
- * 0, and the highest equivalent value (at most H) of the highest. Before
- * anything moves, resets or reads a series half's bounds: the close, once
- * the fast path has stopped recording into it. */
-void tb_collector_settle_bounds(tb_collector *c, int half);
-/* At stop: every parked START/END half is reported unmatched. */
-void tb_collector_expire_all(tb_collector *c);
 
+/* series.c */
+int tb_series_pool_init(tb_collector *c);
+void tb_series_pool_free(tb_collector *c);
 /* The series of (slot, metric), taken from the pool if it has none yet;
- * NULL once the pool is spent (counted in series_exhausted). */
-tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric);
+ * NULL once the pool is spent (counted in the caller's series_exhausted). */
+tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted);
+/* Fault in the memory of series up to TB_SERIES_RESERVE past those taken. */
+void tb_series_prefault(tb_collector *c);
+/* Add what the fast path recorded into half `half` of every series to the
+ * histograms' totals and to counts[metric].events. */
+void tb_series_fold_events(tb_collector *c, int half, tb_metric_counts *counts);
+/* Bring every series' half `half` minimum and maximum up to what the fast
+ * path recorded into it (from its counts and the buckets it wrote to), once
+ * the fast path has stopped recording into it. */
+void tb_series_settle_bounds(tb_collector *c, int half);
 /* Whether metric id `metric` is registered (remembered once seen). */
 bool tb_collector_metric_ready(tb_collector *c, uint16_t metric);
 
+/* slots.c */
+void tb_slots_quarantine(tb_collector *c, uint32_t i, const char *reason);
+/* Start following slot i (LIVE, or DETACHED with events left): our own
+ * consumer index from its ring, its owner, drops already reported. */
+void tb_slots_follow(tb_collector *c, uint32_t i);
+/* The producer's position hint against our index (true: in range), with
+ * the backlog it shows in *ahead. */
+bool tb_slots_hint_in_range(const tb_collector *c, const tb_slot_follow *f, uint32_t i,
+			    uint32_t *hint, uint32_t *ahead);
+bool tb_slots_header_intact(const tb_collector *c, uint32_t i);
+/* The run loop's look at every slot: asks holders to release slots whose
+ * owner is gone or that were detached or abandoned while claimed. */
+void tb_slots_housekeep(tb_collector *c, int64_t now_mono_ns);
+/* Drops on ring i since they were last read (under slot_lock). */
+uint64_t tb_slots_drops(tb_collector *c, uint32_t i);
+
 /* folds.c */
 /* The values fold lane counts are recorded at (c->fold_value). */
-int tb_collector_folds_init(tb_collector *c);
+int tb_folds_init(tb_collector *c);
 /* Record what the producer of slot i folded into its lanes since they were
- * last read into the series histograms' half `half`, with the per-metric
- * counts; the lanes marked dirty only, or all of them. */
-void tb_collector_take_slot_folds(tb_collector *c, uint32_t i, int half, bool all);
-/* The same for every followed ring (the close, before it merges `half`). */
-void tb_collector_take_folds(tb_collector *c, int half);
+ * last read into the series' half `half`, with counts[metric] and the
+ * ring's tally of that half; the lanes marked dirty only, or all of them.
+ * Under slot_lock; `grew` is the caller's scratch (TB_FOLD_COUNTS). */
+void tb_folds_take_slot(tb_collector *c, uint32_t i, int half, bool all, tb_metric_counts *counts,
+			uint64_t *grew, uint64_t *exhausted);
 
-/* interval.c */
-/* Drops on ring i since they were last read. */
-uint64_t tb_collector_slot_drops(tb_collector *c, uint32_t i);
+/* drain.c */
+int tb_drainer_init(tb_drainer *d, tb_collector *c, uint32_t id, int cpu);
+void tb_drainer_free(tb_drainer *d);
+/* Where drained events go: set from cur and interval_start_ns. */
+void tb_drainer_set_open(tb_drainer *d);
+/* One pass over the rings this thread holds, a batch at most from each
+ * (whole_only: a ring short of a whole batch only every
+ * TB_COLLECTOR_PARTIAL_NS). Returns the events taken. */
+uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only);
+/* The run loop's requests for the slots this thread holds carried out, and
+ * new producers followed, reading no ring. */
+void tb_drainer_tend(tb_drainer *d);
+/* Move to the next interval if it is due (force: now) and its half is free:
+ * O(1). True if it moved. */
+bool tb_drainer_switch(tb_drainer *d, int64_t now_wall_ns, bool force);
+/* Drain until this thread's rings are empty, or for as many passes as
+ * empty full rings twice over. Returns the events taken. */
+uint64_t tb_drainer_drain_all(tb_drainer *d);
+/* The slot requests, join expiry and heartbeat a drain thread handles at
+ * housekeeping. */
+void tb_drainer_housekeep(tb_drainer *d, int64_t now_mono_ns);
+/* At stop: every parked START/END half is reported unmatched. */
+void tb_drainer_expire_all(tb_drainer *d);
+/* The thread's loop, until *c->stop. */
+void *tb_drainer_main(void *arg);
+
+/* close.c */
+int tb_closer_init(tb_collector *c);
+void tb_closer_free(tb_collector *c);
+/* Close the interval c->closer.start_ns (length_ns long) from the finished
+ * halves of every series; every drain thread must have acked past it. */
+int tb_closer_close(tb_collector *c, int64_t length_ns);
+/* Whether every drain thread has finished interval c->closer.start_ns. */
+bool tb_closer_due(const tb_collector *c);
+
+/* collector.c: synchronous use (tests, benchmarks, the stop), one thread
+ * doing what the drain threads and the closer do. */
+/* A pass of every drain thread over its rings. tb_collector_drain_all also
+ * folds what the fast path recorded into drain thread 0's counts (as
+ * tb_collector_fold_events), for what reads them next. */
+uint64_t tb_collector_drain_pass(tb_collector *c);
+uint64_t tb_collector_poll_pass(tb_collector *c);
+uint64_t tb_collector_drain_all(tb_collector *c);
+/* Every drain thread moves past the closer's interval, which is closed. */
 int tb_collector_close_interval(tb_collector *c, int64_t length_ns);
+/* Fold the fast path's events of both halves into drain thread 0's counts. */
+void tb_collector_fold_events(tb_collector *c);
+void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
+/* Assign ring i to drain thread d (the handover happens at d's next pass). */
+void tb_collector_assign(tb_collector *c, uint32_t i, uint32_t d);
+/* Move rings from the busiest drain threads to the least busy, by the events
+ * each ring gave since the last call. Returns the rings moved. */
+uint32_t tb_collector_rebalance(tb_collector *c);
 
 #endif

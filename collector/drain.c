@@ -1,37 +1,36 @@
-/* drain.c - following producer slots and draining their rings.
+/* drain.c - a drain thread: reading its rings, counting into series halves.
  *
- * Every byte a producer can write is untrusted here. The collector keeps its
- * own consumer index per ring and its own copy of the layout. It reads a
- * ring slot by slot from its own index while each event carries the lap bit
- * that index expects (seg_abi.h), at most a batch per pass, so no value a
- * producer writes decides how far it reads. The producer's position hint
- * (p_tail) is only compared against our index: an honest producer's is
- * within one ring of it, so one further off, or a ring header whose size or
- * mask is not the layout's, means the ring is corrupt; it is quarantined
- * (reported, never read again) and the other rings go on. Ring addresses and
- * masks come from the validated layout, never from the ring header.
+ * A drain thread (tb_drainer) holds the rings the run loop assigned to it
+ * and reads each from the collector's own consumer index, slot by slot,
+ * while each event carries the lap bit that index expects (seg_abi.h), at
+ * most a batch a visit, so no value a producer writes decides how far it
+ * reads. Each event is counted into the histogram of its (slot, metric)
+ * series, in the half of the interval of its completion time: the thread's
+ * current interval, or the next one; an event that completed before the
+ * current interval began is late and counted in the current one.
  *
- * Slot life cycle, driven by housekeeping every 100 ms:
- *   LIVE, not followed      -> follow: take its consumer index (validated)
- *   LIVE, owner process gone -> treat as DETACHED
- *   DETACHED                 -> drain what is left, then hand the slot back FREE
- *   CLAIMED for too long by a dead process -> FREE
+ * A ring changes hands at a pass boundary: the run loop writes the thread
+ * it wants in `want`; the holder sees it at its next visit, stops reading
+ * and stores `holder` = none with release (everything it wrote to the
+ * follow state, our consumer index first, happens before); the wanted
+ * thread takes it with an acquire compare-and-swap from none. So one thread
+ * at a time reads a ring, and the next goes on from the index where the
+ * last stopped: no event is lost or counted twice.
  *
- * Event times are the producers' CLOCK_MONOTONIC nanoseconds; the interval of
- * an event is that of its completion, mapped to wall-clock time with the
- * offset measured at start-up.
+ * The thread also carries out the run loop's requests for its slots
+ * (release a slot whose owner is gone, follow one again), and, for thread
+ * 0, expires parked START/END halves. Event times are the producers'
+ * CLOCK_MONOTONIC nanoseconds, mapped to wall-clock time with the offset
+ * measured at start-up.
  */
 #include <errno.h>
-#include <signal.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "collector.h"
-
-/* A process that claimed a slot and has not published it within this long
- * has died in tb_attach. */
-#define CLAIM_TIMEOUT_NS 1000000000LL
 
 static int64_t mono_now(void)
 {
@@ -40,116 +39,62 @@ static int64_t mono_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t tb_collector_now(const tb_collector *c)
+static int64_t thread_cpu_now(void)
 {
-	return mono_now() + c->clock_offset_ns;
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void quarantine(tb_collector *c, uint32_t i, const char *reason)
+int tb_drainer_init(tb_drainer *d, tb_collector *c, uint32_t id, int cpu)
 {
-	tb_slot_follow *f = &c->slots[i];
-	if (f->quarantined)
-		return;
-	f->quarantined = true;
-	snprintf(f->reason, sizeof(f->reason), "%s", reason);
-	tb_slot *s = tb_seg_slot(&c->seg, i);
-	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
-	fprintf(stderr, "tailbusd: ring %u (pid %d) quarantined: %s\n", i, (int)f->pid, reason);
+	uint32_t metrics = c->seg.layout.metric_capacity;
+	memset(d, 0, sizeof(*d));
+	d->c = c;
+	d->id = id;
+	d->cpu = cpu;
+	d->counts[0] = calloc(metrics, sizeof(tb_metric_counts));
+	d->counts[1] = calloc(metrics, sizeof(tb_metric_counts));
+	d->fold_grew = malloc(TB_FOLD_COUNTS * sizeof(uint64_t));
+	if (!d->counts[0] || !d->counts[1] || !d->fold_grew)
+		return -ENOMEM;
+	return 0;
 }
 
-/* Whether the slot's owner still runs. kill(pid, 0) says in a microsecond
- * whether the pid is gone; whether it is still the owner's, not reused, takes
- * its start time from /proc/<pid>/stat (10-500 us here, the drain stopped
- * meanwhile), so that is read only every OWNER_RECHECK'th look: a pid is
- * reused only after its owner died, and noticing that within a second is
- * soon enough. */
-#define OWNER_RECHECK 10
-
-/* Take the slot's owner as the producer wrote it (untrusted: used only to
- * see whether it still runs). */
-static void take_owner(tb_slot_follow *f, const tb_slot *s)
+void tb_drainer_free(tb_drainer *d)
 {
-	f->pid = s->pid;
-	f->pid_start_time = s->pid_start_time;
-	f->owner_looks = 0;
+	free(d->counts[0]);
+	free(d->counts[1]);
+	free(d->fold_grew);
 }
 
-static bool owner_alive(tb_slot_follow *f)
+void tb_drainer_set_open(tb_drainer *d)
 {
-	if (f->pid <= 0)
+	d->open_half = d->cur;
+	d->late_before_ns = d->interval_start_ns;
+}
+
+/* Whether the half after the current one is free: the closer has given
+ * back the interval before the current one, which it held. */
+static inline bool next_free(const tb_drainer *d)
+{
+	return __atomic_load_n(&d->c->freed_start_ns, __ATOMIC_ACQUIRE) >=
+	       d->interval_start_ns - d->c->cfg.interval_ns;
+}
+
+bool tb_drainer_switch(tb_drainer *d, int64_t now_wall_ns, bool force)
+{
+	const tb_collector *c = d->c;
+	if (!force && now_wall_ns < d->interval_start_ns + c->cfg.interval_ns + c->cfg.grace_ns)
 		return false;
-	if (kill(f->pid, 0) < 0 && errno == ESRCH)
-		return false;
-	if (f->owner_looks++ % OWNER_RECHECK != 0)
-		return true;
-	uint64_t start = tb_proc_start_time(f->pid);
-	return start != 0 && (f->pid_start_time == 0 || start == f->pid_start_time);
-}
-
-/* The producer's position hint is at most one ring ahead of our index (we
- * may have read past it, by at most one ring, too). Records the backlog it
- * shows in the high-water mark. */
-static bool hint_in_range(tb_collector *c, tb_slot_follow *f, const ck_ring_t *ring, uint32_t *hint)
-{
-	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
-	uint32_t ahead = prod - f->cons, cap = c->seg.layout.ring_capacity;
-	*hint = prod;
-	if (ahead <= cap) {
-		if (ahead > f->high_water)
-			f->high_water = ahead;
-		return true;
-	}
-	return -ahead <= cap;
-}
-
-/* Nothing but ck_ring_init writes the ring's size and mask. */
-static bool header_intact(const tb_collector *c, const ck_ring_t *ring)
-{
-	return ring->size == c->seg.layout.ring_capacity &&
-	       ring->mask == c->seg.layout.ring_capacity - 1;
-}
-
-static void follow(tb_collector *c, uint32_t i)
-{
-	tb_slot *s = tb_seg_slot(&c->seg, i);
-	tb_slot_follow *f = &c->slots[i];
-	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
-	f->followed = true;
-	f->quarantined = false;
-	f->generation = s->generation;
-	take_owner(f, s);
-	/* drops already reported (by us or a collector before us); untrusted */
-	uint64_t dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
-	uint64_t reported = __atomic_load_n(&s->dropped_reported, __ATOMIC_RELAXED);
-	f->dropped_seen = reported <= dropped ? reported : dropped;
-	f->cons = __atomic_load_n(&ring->c_head, __ATOMIC_ACQUIRE);
-	f->folds_unsure = true; /* its lanes are read whole at the next close */
-	uint32_t hint;
-	if (!hint_in_range(c, f, ring, &hint))
-		quarantine(c, i, "ring indices out of range at attach");
-	else if (!header_intact(c, ring))
-		quarantine(c, i, "ring header does not match the segment's layout");
-}
-
-/* Cold: the first event of (slot, metric) takes a series from the pool. */
-static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric)
-{
-	tb_slot_follow *f = &c->slots[slot];
-	if (c->nseries == c->cfg.max_series) {
-		c->series_exhausted++;
-		return NULL;
-	}
-	tb_series *s = &c->series[c->nseries++];
-	s->slot = slot;
-	s->metric = metric;
-	f->t.series_of[metric] = s;
-	for (int h = 0; h < 2; h++) {
-		*s->fast[h] = (tb_series_fast){.limit = (uint64_t)TB_HIST_DEFAULT_HIGHEST + 1};
-		/* within reach: tb_collector_open checks the pool */
-		f->t.fast_of[h][tb_fast_entry(metric)] =
-			(uint32_t)(((const char *)s->fast[h] - c->fast_none) / TB_FAST_OFFSET_UNIT);
-	}
-	return s;
+	if (!next_free(d))
+		return false; /* the closer is behind: stay, counting what comes as ahead */
+	d->cur ^= 1;
+	d->interval_start_ns += c->cfg.interval_ns;
+	tb_drainer_set_open(d);
+	/* release: every count of the interval before happens before it */
+	__atomic_store_n(&d->acked_start_ns, d->interval_start_ns, __ATOMIC_RELEASE);
+	return true;
 }
 
 /* a + b for event times, which come from producers: saturated, so a
@@ -162,31 +107,31 @@ static inline int64_t add_sat(int64_t a, int64_t b)
 	return r;
 }
 
-tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric)
-{
-	tb_series *s = c->slots[slot].t.series_of[metric];
-	return s ? s : new_series(c, slot, metric);
-}
-
-static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t latency,
+static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latency,
 		   int64_t completion_mono)
 {
+	tb_collector *c = d->c;
 	int64_t completion = add_sat(completion_mono, c->clock_offset_ns);
-	int half = c->cur;
-	if (completion >= c->interval_start_ns + c->cfg.interval_ns) {
-		half ^= 1;
-	} else if (TB_UNLIKELY(completion < c->late_before_ns)) {
-		half = c->open_half;
-		c->counts[half][metric].late++;
-		c->late_total++;
+	int half = d->cur;
+	bool ahead = false;
+	if (completion >= d->interval_start_ns + c->cfg.interval_ns) {
+		if (TB_LIKELY(next_free(d)))
+			half ^= 1;
+		else
+			ahead = true;
+	} else if (TB_UNLIKELY(completion < d->late_before_ns)) {
+		half = d->open_half;
+		d->counts[half][metric].late++;
+		d->late_total++;
 	}
-	tb_metric_counts *mc = &c->counts[half][metric];
+	tb_metric_counts *mc = &d->counts[half][metric];
+	mc->ahead += ahead;
 	if (TB_UNLIKELY(latency < 0)) {
 		mc->negative++;
 		latency = 0;
 	}
 	mc->events++;
-	tb_series *s = tb_collector_series(c, slot, metric);
+	tb_series *s = tb_collector_series(c, slot, metric, &d->series_exhausted);
 	if (TB_UNLIKELY(!s))
 		return;
 	tb_hist *h = &s->hist[half];
@@ -198,90 +143,78 @@ static void record(tb_collector *c, uint32_t slot, uint16_t metric, int64_t late
 	}
 }
 
-/* Metrics are registered once and never removed: a metric seen READY is
- * remembered, so the hot loop reads no shared line for it again. The array
- * covers every 14-bit id; ids past the segment's capacity are never set. */
-bool tb_collector_metric_ready(tb_collector *c, uint16_t metric)
-{
-	if (TB_LIKELY(c->metric_ready[metric]))
-		return true;
-	if (metric >= c->seg.layout.metric_capacity)
-		return false;
-	const tb_metric_entry *e = tb_seg_metric(&c->seg, metric);
-	if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
-		return false;
-	c->metric_ready[metric] = 1;
-	return true;
-}
-
-static void joined(tb_collector *c, uint32_t slot, uint16_t metric, bool start, int rc,
+static void joined(tb_drainer *d, uint32_t slot, uint16_t metric, bool start, int rc,
 		   int64_t latency, int64_t at)
 {
 	if (rc == TB_JOIN_MATCHED)
-		record(c, slot, metric, latency, at);
+		record(d, slot, metric, latency, at);
 	else if (rc == TB_JOIN_FULL && start) /* no room to wait for its other half */
-		c->counts[c->open_half][metric].unmatched_start++;
+		d->counts[d->open_half][metric].unmatched_start++;
 	else if (rc == TB_JOIN_FULL)
-		c->counts[c->open_half][metric].unmatched_end++;
+		d->counts[d->open_half][metric].unmatched_end++;
 }
 
-static void decode(tb_collector *c, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
+static void decode(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
 {
+	tb_collector *c = d->c;
 	unsigned kind = (unsigned)(w0 & TB_KIND_MASK);
 	uint16_t metric = (uint16_t)((w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1));
 	uint64_t field = w0 >> TB_FIELD_SHIFT;
 	int64_t at = (int64_t)w1, latency = 0;
 	int rc;
 	if (!tb_collector_metric_ready(c, metric)) {
-		c->slots[slot].bad_events++;
+		c->slots[slot].tally[d->cur].bad_events++;
 		return;
 	}
 	switch (kind) {
 	case TB_EV_SPAN:
 		/* the field is signed: negative, or TB_FIELD_INVALID, is counted */
 		latency = (int64_t)w0 >> TB_FIELD_SHIFT;
-		record(c, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0));
+		record(d, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0));
 		break;
 	case TB_EV_START: /* a match completes at the parked END's time */
+		pthread_mutex_lock(&c->join_lock);
 		rc = tb_join_start(&c->join, metric, field, at, now_mono, &latency);
-		joined(c, slot, metric, true, rc, latency, add_sat(at, latency > 0 ? latency : 0));
+		pthread_mutex_unlock(&c->join_lock);
+		joined(d, slot, metric, true, rc, latency, add_sat(at, latency > 0 ? latency : 0));
 		break;
 	case TB_EV_END:
+		pthread_mutex_lock(&c->join_lock);
 		rc = tb_join_end(&c->join, metric, field, at, now_mono, &latency);
-		joined(c, slot, metric, false, rc, latency, at);
+		pthread_mutex_unlock(&c->join_lock);
+		joined(d, slot, metric, false, rc, latency, at);
 		break;
 	default:
-		c->slots[slot].bad_events++; /* MARK: reserved */
+		c->slots[slot].tally[d->cur].bad_events++; /* MARK: reserved */
 		break;
 	}
 }
 
 /* The drain's fast path takes the common event without decode(): a SPAN of
  * a metric that already has a series on this ring, its duration in [0, H],
- * completing in the open half's interval at or after late_before_ns (so
- * neither late nor a later interval's). Outside a close that is the current
- * interval; during one, the next (the closing half takes nothing more), so
- * the drain keeps its speed while a close runs. It records exactly what
- * decode() would (test_collector checks that it does, in both); every other
- * event goes to decode(). What it needs is set once per visit of a ring. */
+ * completing in the current interval at or after its start (so neither
+ * late nor a later interval's). It records exactly what decode() would
+ * (test_collector checks that it does); every other event goes to
+ * decode(). What it needs is set once per visit of a ring. */
 typedef struct fast_path {
 	uint64_t from, span; /* completion, monotonic ns: from + [0, span) */
-	const uint32_t *fast_of; /* the ring's table for the open half */
+	const uint32_t *fast_of; /* the ring's table for the current half */
 	char *none;              /* c->fast_none, which the table's offsets are from */
 } fast_path;
 
-static void fast_path_set(const tb_collector *c, const tb_slot_follow *f, fast_path *fp)
+static void fast_path_set(const tb_drainer *d, const tb_slot_follow *f, fast_path *fp)
 {
+	const tb_collector *c = d->c;
 	int64_t end, from, to;
-	fp->fast_of = f->t.fast_of[c->open_half];
+	fp->fast_of = f->t.fast_of[d->open_half];
 	fp->none = (char *)c->fast_none;
 	fp->from = 0;
 	fp->span = 0; /* none */
-	/* the open half's interval, [late_before_ns, its end), in wall-clock
-	 * time (record()), less the offset record() adds; none in a test that
-	 * wants decode() for all */
-	if (!c->decode_only && !__builtin_add_overflow(c->late_before_ns, c->cfg.interval_ns, &end) &&
-	    !__builtin_sub_overflow(c->late_before_ns, c->clock_offset_ns, &from) &&
+	/* the current interval, [late_before_ns, its end), in wall-clock time
+	 * (record()), less the offset record() adds; none in a test that wants
+	 * decode() for all */
+	if (!c->decode_only && !__builtin_add_overflow(d->late_before_ns, c->cfg.interval_ns, &end) &&
+	    !__builtin_sub_overflow(d->late_before_ns, c->clock_offset_ns, &from) &&
 	    !__builtin_sub_overflow(end, c->clock_offset_ns, &to)) {
 		/* an interval that began before the clock's zero (a long one,
 		 * soon after boot): every completion the clock can give is
@@ -402,16 +335,20 @@ static bool holds(const tb_event *events, uint32_t mask, unsigned log2, uint32_t
  * `whole_only`, a ring that does not hold a whole batch is left alone (but
  * for the load that tells) unless TB_COLLECTOR_PARTIAL_NS have passed since
  * it was last read short. */
-static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t now_mono,
+static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t now_mono,
 			   bool whole_only)
 {
+	tb_collector *c = d->c;
 	tb_slot_follow *f = &c->slots[i];
 	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
-	uint32_t hint;
-	if (!hint_in_range(c, f, ring, &hint)) {
-		quarantine(c, i, "producer index out of range (more events than the ring holds)");
+	uint32_t hint, ahead;
+	if (!tb_slots_hint_in_range(c, f, i, &hint, &ahead)) {
+		tb_slots_quarantine(c, i, "producer index out of range (more events than the ring holds)");
 		return 0;
 	}
+	tb_ring_tally *tally = &f->tally[d->cur];
+	if (ahead > tally->high_water)
+		tally->high_water = ahead;
 	const tb_event *events = tb_seg_events(&c->seg, i);
 	uint32_t cap = c->seg.layout.ring_capacity, mask = cap - 1;
 	unsigned log2 = tb_seg_ring_log2(&c->seg);
@@ -423,7 +360,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			return 0;
 	}
 	fast_path fp;
-	fast_path_set(c, f, &fp);
+	fast_path_set(d, f, &fp);
 	while (n < limit) {
 		/* up to the end of the slot array, the lap bit to expect is one */
 		uint32_t at = cons & mask, run = mask + 1 - at, k;
@@ -460,7 +397,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 				break; /* not written yet in this pass */
 			uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
 			if (refused || !fast_record(&fp, fast_of_word(&fp, tab, w0), w0, w1))
-				decode(c, i, w0, w1, now_mono);
+				decode(d, i, w0, w1, now_mono);
 			ev++;
 		}
 		k = (uint32_t)(ev - &events[at]);
@@ -482,7 +419,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			uint64_t w0 = __atomic_load_n(&bad->w0, __ATOMIC_RELAXED);
 			__atomic_store_n(&bad->w0, (w0 & ~TB_LAP_BIT) | tb_lap_bit(cons, log2),
 					 __ATOMIC_RELAXED);
-			f->bad_events++;
+			tally->bad_events++;
 			cons++;
 			n++;
 		}
@@ -491,274 +428,254 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 		f->partial_after_ns = now_mono + TB_COLLECTOR_PARTIAL_NS;
 	if (n == 0)
 		return 0; /* nothing taken: leave the line the producer reads untouched */
-	if (n > f->high_water)
-		f->high_water = n;
+	if (n > tally->high_water)
+		tally->high_water = n;
 	if (c->evict != TB_EVICT_NONE)
 		evict_lines(c->evict, events, mask, f->cons, cons);
 	f->cons = cons;
-	f->interval_events += n;
+	tally->events += n;
+	__atomic_store_n(&f->taken_total, f->taken_total + n, __ATOMIC_RELAXED);
 	/* release: our reads of the slots happen before the producer may reuse them */
 	__atomic_store_n(&ring->c_head, cons, __ATOMIC_RELEASE);
 	return n;
 }
 
-static uint64_t pass(tb_collector *c, bool whole_only)
+/* Hand slot i back to producers: what its ring holds is drained first (at
+ * most twice a ring, against an owner that goes on writing), its fold
+ * lanes taken, its drops kept for the sidecar of this interval. */
+static void release_slot(tb_drainer *d, uint32_t i)
 {
-	uint64_t total = 0;
-	bool full = false;
-	int64_t now = mono_now();
-	if (c->last_pass_ns && now - c->last_pass_ns > c->longest_gap_ns)
-		c->longest_gap_ns = now - c->last_pass_ns;
-	c->last_pass_ns = now;
-	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
-		tb_slot_follow *f = &c->slots[i];
-		/* a new producer is followed at once (one load per idle slot), not at
-		 * the next housekeeping: a producer that floods as soon as it
-		 * attaches must not fill its ring before anyone reads it */
-		if (!f->followed &&
-		    __atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) == TB_SLOT_LIVE)
-			follow(c, i);
-		if (f->followed && !f->quarantined) {
-			uint32_t n = drain_slot(c, i, TB_COLLECTOR_BATCH, now, whole_only);
-			total += n;
-			full |= n == TB_COLLECTOR_BATCH;
-		}
-	}
-	c->last_pass_full = full;
-	return total;
-}
-
-uint64_t tb_collector_drain_pass(tb_collector *c)
-{
-	return pass(c, false);
-}
-
-uint64_t tb_collector_poll_pass(tb_collector *c)
-{
-	return pass(c, true);
-}
-
-uint64_t tb_collector_drain_all(tb_collector *c)
-{
-	uint32_t passes = 2 * (c->seg.layout.ring_capacity / TB_COLLECTOR_BATCH + 1);
-	uint64_t total = 0, n;
-	while (passes-- > 0 && (n = tb_collector_drain_pass(c)) > 0)
-		total += n;
-	tb_collector_fold_events(c);
-	return total;
-}
-
-uint64_t tb_collector_catch_up(tb_collector *c)
-{
-	uint32_t passes = 2 * (c->seg.layout.ring_capacity / TB_COLLECTOR_BATCH + 1);
-	uint64_t total = 0;
-	do
-		total += tb_collector_drain_pass(c);
-	while (c->last_pass_full && --passes > 0);
-	return total;
-}
-
-void tb_collector_fold_events(tb_collector *c)
-{
-	for (uint32_t k = 0; k < c->nseries; k++) {
-		tb_series *s = &c->series[k];
-		for (int h = 0; h < 2; h++) {
-			tb_series_fast *fs = s->fast[h];
-			tb_hist *hist = &s->hist[h];
-			if (fs->events == 0)
-				continue;
-			c->counts[h][s->metric].events += fs->events;
-			hist->total += (int64_t)fs->events;
-			fs->events = 0;
-		}
-	}
-}
-
-_Static_assert(TB_SERIES_HALF_MAG + TB_SERIES_BUCKETS == 53 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
-	       "tb_series_fast.seen: a byte for every top bit a value up to H can have");
-
-/* The counts of a series half that seen[b] (tb_series_fast) stands for,
- * [*from, *to): the upper half of sub-buckets from bucket_first, all of
- * them for b = 0 (series_index). */
-static void bucket_counts(const tb_hist *h, unsigned b, int32_t *from, int32_t *to)
-{
-	uint64_t first = bucket_first[b + TB_SERIES_HALF_MAG], half = (uint64_t)1 << TB_SERIES_HALF_MAG;
-	*from = (int32_t)(b == 0 ? first : first + half);
-	*to = (int32_t)(first + 2 * half);
-	if (*to > h->counts_len)
-		*to = h->counts_len;
-}
-
-/* Whether any of the eight counts from c is not 0. */
-static inline bool any_of_8(const int64_t *c)
-{
-	return (c[0] | c[1] | c[2] | c[3] | c[4] | c[5] | c[6] | c[7]) != 0;
-}
-
-/* A bucket's counts run from a multiple of 1024 to the next (bucket 0's
- * from 0 to 2048), and counts_len is a multiple of 1024: whole groups of
- * eight, which the scans below test at a time. */
-_Static_assert(((size_t)1 << TB_SERIES_HALF_MAG) % 8 == 0, "buckets of whole groups of eight");
-
-/* The first non-zero count in [from, to) above index 0 (value 0), or -1. */
-static int32_t first_above_0(const int64_t *c, int32_t from, int32_t to)
-{
-	for (int32_t g = from; g < to; g += 8) {
-		if (!any_of_8(c + g))
-			continue;
-		for (int32_t i = g > 0 ? g : 1; i < g + 8; i++)
-			if (c[i])
-				return i;
-	}
-	return -1;
-}
-
-/* The last non-zero count in [from, to), or -1. */
-static int32_t last_nonzero(const int64_t *c, int32_t from, int32_t to)
-{
-	for (int32_t g = to - 8; g >= from; g -= 8) {
-		if (!any_of_8(c + g))
-			continue;
-		for (int32_t i = g + 7; i >= g; i--)
-			if (c[i])
-				return i;
-	}
-	return -1;
-}
-
-static void settle_half(tb_series_fast *fs, tb_hist *h)
-{
-	int32_t from, to, i, b;
-	/* the least non-zero value: a bucket whose counts are all of 0 gives none */
-	for (b = 0; b < TB_SERIES_BUCKETS; b++) {
-		if (!fs->seen[b])
-			continue;
-		bucket_counts(h, (unsigned)b, &from, &to);
-		if ((i = first_above_0(h->counts, from, to)) >= 0) {
-			int64_t v = tb_hist_value_at_index(h, i);
-			if (h->min_raw == 0 || v < h->min_raw)
-				h->min_raw = v;
-			break;
-		}
-	}
-	/* the greatest: the highest bucket has a count (a recorded 0 included),
-	 * and its highest equivalent value bounds what it holds */
-	for (b = TB_SERIES_BUCKETS - 1; b >= 0 && !fs->seen[b]; b--)
-		;
-	if (b >= 0) {
-		bucket_counts(h, (unsigned)b, &from, &to);
-		if ((i = last_nonzero(h->counts, from, to)) >= 0) {
-			int64_t v = tb_hist_highest_equivalent(h, tb_hist_value_at_index(h, i));
-			if (v > h->highest)
-				v = h->highest;
-			if (v > h->max_raw)
-				h->max_raw = v;
-		}
-	}
-	memset(fs->seen, 0, sizeof(fs->seen));
-}
-
-void tb_collector_settle_bounds(tb_collector *c, int half)
-{
-	for (uint32_t k = 0; k < c->nseries; k++)
-		settle_half(c->series[k].fast[half], &c->series[k].hist[half]);
-}
-
-static void release_slot(tb_collector *c, uint32_t i)
-{
+	tb_collector *c = d->c;
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	tb_slot_follow *f = &c->slots[i];
+	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	if (state == TB_SLOT_QUARANTINED && !f->followed)
+		f->quarantined = true; /* quarantined before us: nothing of it is read */
+	else if (state == TB_SLOT_DETACHED && !f->followed)
+		tb_slots_follow(c, i); /* came and went between two passes: its events are read */
 	if (f->followed && !f->quarantined) {
-		/* what is left: at most a ring, since the owner is gone (bounded
-		 * anyway, against one that goes on writing) */
 		uint64_t taken = 0, most = 2 * (uint64_t)c->seg.layout.ring_capacity;
 		uint32_t n;
-		while (taken < most && (n = drain_slot(c, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
+		while (taken < most && (n = drain_slot(d, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
 			taken += n;
 	}
 	/* the next owner starts from a ring in order: indices where reading
 	 * stopped (or 0 if it is corrupt), hint with them, and every slot
 	 * marked not written, whatever the last owner left in them */
 	tb_seg_ring_reset(&c->seg, i, f->followed && !f->quarantined ? f->cons : 0);
-	/* and its fold lanes, once what its owner folded is taken (not from
-	 * a quarantined ring, as nothing else is) */
-	tb_collector_take_slot_folds(c, i, c->open_half, true);
+	pthread_mutex_lock(&c->slot_lock);
+	/* its fold lanes, once what its owner folded is taken (not from a
+	 * quarantined ring, as nothing else is) */
+	tb_folds_take_slot(c, i, d->open_half, true, d->counts[d->open_half], d->fold_grew,
+			   &d->series_exhausted);
 	tb_seg_folds_reset(&c->seg, i);
-	/* keep what it dropped for the sidecar of this interval */
-	if (f->followed)
-		f->pending_drops += tb_collector_slot_drops(c, i);
-	f->followed = false;
+	if (f->followed) /* what it dropped, for the sidecar of this interval */
+		f->pending_drops += tb_slots_drops(c, i);
+	__atomic_store_n(&f->followed, false, __ATOMIC_RELEASE);
 	f->quarantined = false;
+	f->pid = 0;
+	pthread_mutex_unlock(&c->slot_lock);
 	s->pid = 0;
 	s->tid = 0;
 	s->pid_start_time = 0;
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }
 
-static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
+/* Whether this thread holds slot i for this pass: it keeps it while it is
+ * wanted here, hands it over when it is wanted elsewhere, and takes it
+ * when it is wanted here and nobody holds it. */
+static bool hold(tb_drainer *d, tb_slot_follow *f)
 {
-	tb_slot *s = tb_seg_slot(&c->seg, i);
-	tb_slot_follow *f = &c->slots[i];
-	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-	switch (state) {
-	case TB_SLOT_LIVE:
-		if (!f->followed || f->generation != s->generation)
-			follow(c, i);
-		else if (!owner_alive(f))
-			release_slot(c, i);
-		else if (!f->quarantined && !header_intact(c, tb_seg_ring(&c->seg, i)))
-			quarantine(c, i, "ring header does not match the segment's layout");
-		break;
-	case TB_SLOT_DETACHED:
-		if (!f->followed)
-			follow(c, i);
-		release_slot(c, i);
-		break;
-	case TB_SLOT_CLAIMED:
-		if ((int64_t)(now - (int64_t)s->attached_ns) > CLAIM_TIMEOUT_NS && s->attached_ns &&
-		    tb_proc_start_time(s->pid) == 0)
-			release_slot(c, i);
-		break;
-	case TB_SLOT_QUARANTINED:
-		if (!f->followed && !f->pid) {
-			/* quarantined before this collector started: learn whose it
-			 * is (untrusted, used only to see whether it still runs) */
-			take_owner(f, s);
-			if (f->pid <= 0) /* no owner to wait for */
-				f->pid = -1;
-		}
-		if (f->pid && !owner_alive(f)) {
-			f->quarantined = true;
-			release_slot(c, i);
-		}
-		break;
-	default:
-		break;
+	uint32_t want = __atomic_load_n(&f->want, __ATOMIC_RELAXED);
+	uint32_t holder = __atomic_load_n(&f->holder, __ATOMIC_ACQUIRE);
+	if (holder == d->id) {
+		if (TB_LIKELY(want == d->id))
+			return true;
+		/* release: our consumer index and every count happen before
+		 * the next holder's reads */
+		__atomic_store_n(&f->holder, TB_NO_DRAINER, __ATOMIC_RELEASE);
+		return false;
 	}
+	if (want != d->id || holder != TB_NO_DRAINER)
+		return false;
+	uint32_t none = TB_NO_DRAINER;
+	return __atomic_compare_exchange_n(&f->holder, &none, d->id, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+/* What the run loop asked of slot i (slots.c). */
+static void carry_out(tb_drainer *d, uint32_t i, uint32_t what)
+{
+	tb_slot_follow *f = &d->c->slots[i];
+	if (what == TB_RELEASE_FREE)
+		release_slot(d, i);
+	else if (what == TB_RELEASE_REFOLLOW)
+		tb_slots_follow(d->c, i);
+	__atomic_store_n(&f->release, TB_RELEASE_NONE, __ATOMIC_RELEASE);
+}
+
+/* The longest pass and gaps (tb_drain_stalls): a maximum kept with relaxed
+ * atomics, which the closer exchanges for 0. */
+static inline void keep_most(int64_t *at, int64_t v)
+{
+	if (v > __atomic_load_n(at, __ATOMIC_RELAXED))
+		__atomic_store_n(at, v, __ATOMIC_RELAXED);
+}
+
+static void note_gap(tb_drainer *d, int64_t now)
+{
+	if (!d->last_pass_ns)
+		return;
+	int64_t gap = now - d->last_pass_ns, self = gap;
+	if (now - d->cpu_sample_wall_ns >= TB_DRAIN_CPU_SAMPLE_NS) {
+		int64_t cpu = thread_cpu_now();
+		int64_t away = (now - d->cpu_sample_wall_ns) - (cpu - d->cpu_sample_ns);
+		if (d->cpu_sample_wall_ns && away > 0)
+			self = away < gap ? gap - away : 0;
+		d->cpu_sample_wall_ns = now;
+		d->cpu_sample_ns = cpu;
+	}
+	keep_most(&d->stalls.longest_gap_ns, gap);
+	keep_most(&d->stalls.longest_self_gap_ns, self);
+}
+
+/* Slot i at a visit, held: the run loop's request carried out, a new
+ * producer followed. True if its ring is to be read. A new producer is
+ * followed at once (one load per idle slot), not at the next housekeeping:
+ * one that floods as soon as it attaches must not fill its ring before
+ * anyone reads it. */
+static bool tend(tb_drainer *d, uint32_t i)
+{
+	tb_collector *c = d->c;
+	tb_slot_follow *f = &c->slots[i];
+	uint32_t what = __atomic_load_n(&f->release, __ATOMIC_ACQUIRE);
+	if (TB_UNLIKELY(what != TB_RELEASE_NONE))
+		carry_out(d, i, what);
+	if (!f->followed &&
+	    __atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) == TB_SLOT_LIVE)
+		tb_slots_follow(c, i);
+	return f->followed && !f->quarantined;
+}
+
+void tb_drainer_tend(tb_drainer *d)
+{
+	for (uint32_t i = 0; i < d->c->seg.layout.slot_count; i++) {
+		if (hold(d, &d->c->slots[i]))
+			tend(d, i);
+	}
+}
+
+uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
+{
+	tb_collector *c = d->c;
+	uint64_t total = 0;
+	bool full = false;
+	int64_t now = mono_now();
+	note_gap(d, now);
+	d->last_pass_ns = now;
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
+		if (!hold(d, &c->slots[i]) || !tend(d, i))
+			continue;
+		uint32_t n = drain_slot(d, i, TB_COLLECTOR_BATCH, now, whole_only);
+		total += n;
+		full |= n == TB_COLLECTOR_BATCH;
+	}
+	d->last_pass_full = full;
+	if (total)
+		__atomic_store_n(&d->events_total, d->events_total + total, __ATOMIC_RELAXED);
+	keep_most(&d->stalls.longest_pass_ns, mono_now() - now);
+	return total;
+}
+
+uint64_t tb_drainer_drain_all(tb_drainer *d)
+{
+	uint32_t passes = 2 * (d->c->seg.layout.ring_capacity / TB_COLLECTOR_BATCH + 1);
+	uint64_t total = 0, n;
+	while (passes-- > 0 && (n = tb_drainer_pass(d, false)) > 0)
+		total += n;
+	return total;
 }
 
 static void expired(void *ctx, uint16_t metric, bool was_start)
 {
-	tb_collector *c = ctx;
-	if (metric >= c->seg.layout.metric_capacity)
+	tb_drainer *d = ctx;
+	if (metric >= d->c->seg.layout.metric_capacity)
 		return;
 	if (was_start)
-		c->counts[c->open_half][metric].unmatched_start++;
+		d->counts[d->open_half][metric].unmatched_start++;
 	else
-		c->counts[c->open_half][metric].unmatched_end++;
+		d->counts[d->open_half][metric].unmatched_end++;
 }
 
-void tb_collector_housekeep(tb_collector *c, int64_t now)
+void tb_drainer_housekeep(tb_drainer *d, int64_t now)
 {
-	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
-		housekeep_slot(c, i, now);
-	tb_join_expire(&c->join, now, expired, c);
-	tb_seg_header *h = (tb_seg_header *)c->seg.base;
-	__atomic_store_n(&h->collector_heartbeat_ns, now, __ATOMIC_RELEASE);
+	tb_collector *c = d->c;
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
+		tb_slot_follow *f = &c->slots[i];
+		if (__atomic_load_n(&f->holder, __ATOMIC_ACQUIRE) != d->id)
+			continue;
+		if (f->followed && !f->quarantined && !tb_slots_header_intact(c, i))
+			tb_slots_quarantine(c, i, "ring header does not match the segment's layout");
+	}
+	if (d->id == 0) {
+		pthread_mutex_lock(&c->join_lock);
+		tb_join_expire(&c->join, now, expired, d);
+		pthread_mutex_unlock(&c->join_lock);
+	}
 }
 
-void tb_collector_expire_all(tb_collector *c)
+void tb_drainer_expire_all(tb_drainer *d)
 {
+	tb_collector *c = d->c;
+	pthread_mutex_lock(&c->join_lock);
 	/* a "now" past every parked half's deadline */
-	tb_join_expire(&c->join, INT64_MAX - c->join.timeout_ns, expired, c);
+	tb_join_expire(&c->join, INT64_MAX - c->join.timeout_ns, expired, d);
+	pthread_mutex_unlock(&c->join_lock);
+}
+
+/* Caught up: spin on our own clock until `until`, touching no line a
+ * producer writes (TB_COLLECTOR_DEFAULT_BACKOFF_NS). */
+static void back_off(int64_t until, volatile sig_atomic_t *stop)
+{
+	while (!*stop && mono_now() < until) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+}
+
+void *tb_drainer_main(void *arg)
+{
+	tb_drainer *d = arg;
+	tb_collector *c = d->c;
+	struct timespec idle = {(time_t)(c->cfg.idle_ns / 1000000000),
+				(long)(c->cfg.idle_ns % 1000000000)};
+	if (d->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(d->cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			fprintf(stderr, "tailbusd: drain thread %u: cannot pin to CPU %d: %s\n", d->id,
+				d->cpu, strerror(errno));
+	}
+	char name[16];
+	snprintf(name, sizeof(name), "tb-drain%u", d->id);
+	pthread_setname_np(pthread_self(), name);
+	while (!*c->stop) {
+		/* --idle-us sleeps after a pass that took nothing, so every pass
+		 * there reads what there is: one that left a short ring alone
+		 * would read as quiet and sleep while that ring fills */
+		uint64_t n = tb_drainer_pass(d, c->cfg.idle_ns == 0);
+		int64_t mono = mono_now();
+		tb_drainer_switch(d, mono + c->clock_offset_ns, false);
+		if (mono >= d->next_housekeep_ns) {
+			tb_drainer_housekeep(d, mono);
+			d->next_housekeep_ns = mono + TB_COLLECTOR_HOUSEKEEP_NS;
+		}
+		if (n == 0 && c->cfg.idle_ns > 0)
+			nanosleep(&idle, NULL);
+		else if (!d->last_pass_full && c->cfg.backoff_ns > 0)
+			back_off(mono + c->cfg.backoff_ns, c->stop);
+	}
+	return NULL;
 }

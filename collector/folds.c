@@ -29,7 +29,7 @@
  * can overflow from it. */
 #define TB_FOLD_MOST (UINT64_C(1) << 40)
 
-int tb_collector_folds_init(tb_collector *c)
+int tb_folds_init(tb_collector *c)
 {
 	tb_hist shape;
 	int rc = tb_hist_init(&shape, 1, TB_FOLD_HIGHEST, 2);
@@ -41,8 +41,7 @@ int tb_collector_folds_init(tb_collector *c)
 		return -EINVAL;
 	}
 	c->fold_value = malloc(TB_FOLD_COUNTS * sizeof(int64_t));
-	c->fold_grew = malloc(TB_FOLD_COUNTS * sizeof(uint64_t));
-	if (!c->fold_value || !c->fold_grew) {
+	if (!c->fold_value) {
 		tb_hist_free(&shape);
 		return -ENOMEM;
 	}
@@ -64,7 +63,15 @@ static bool growth(const uint64_t *count, uint64_t *taken, uint64_t *by)
 	return now >= was && *by <= TB_FOLD_MOST;
 }
 
-static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, int half)
+/* Where one read of a slot's lanes goes. */
+typedef struct fold_target {
+	int half;
+	tb_metric_counts *counts;
+	uint64_t *grew;
+	uint64_t *exhausted;
+} fold_target;
+
+static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, const fold_target *t)
 {
 	tb_slot_follow *f = &c->slots[i];
 	uint32_t metric1 = __atomic_load_n(&lane->metric1, __ATOMIC_ACQUIRE);
@@ -73,7 +80,7 @@ static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, int half)
 	uint64_t sum = 0, negative = 0, clamped = 0;
 	bool ok = growth(&lane->negative, &lane->negative_taken, &negative);
 	ok &= growth(&lane->clamped, &lane->clamped_taken, &clamped); /* taken either way */
-	uint64_t *grew = c->fold_grew;
+	uint64_t *grew = t->grew;
 	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++) {
 		uint64_t now = __atomic_load_n(&lane->counts[k], __ATOMIC_RELAXED);
 		uint64_t was = lane->taken[k];
@@ -91,29 +98,31 @@ static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, int half)
 		return;
 	uint16_t m = (uint16_t)(metric1 - 1);
 	if (!ok || metric1 == 0 || metric1 > TB_MAX_METRICS || !tb_collector_metric_ready(c, m)) {
-		f->bad_events++;
+		f->tally[t->half].bad_events++;
 		return;
 	}
-	tb_metric_counts *mc = &c->counts[half][m];
+	tb_metric_counts *mc = &t->counts[m];
 	mc->events += sum;
 	mc->folded += sum;
 	mc->negative += negative;
 	mc->clamped += clamped;
-	f->interval_folded += sum;
-	tb_series *s = tb_collector_series(c, i, m);
+	f->tally[t->half].folded += sum;
+	tb_series *s = tb_collector_series(c, i, m, t->exhausted);
 	if (!s)
-		return; /* counted, not recorded, as record() does */
+		return; /* counted, not recorded, as a drain does */
 	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++) {
 		if (grew[k])
-			tb_hist_record_n(&s->hist[half], c->fold_value[k], (int64_t)grew[k]);
+			tb_hist_record_n(&s->hist[t->half], c->fold_value[k], (int64_t)grew[k]);
 	}
 }
 
-void tb_collector_take_slot_folds(tb_collector *c, uint32_t i, int half, bool all)
+void tb_folds_take_slot(tb_collector *c, uint32_t i, int half, bool all, tb_metric_counts *counts,
+			uint64_t *grew, uint64_t *exhausted)
 {
 	tb_slot_follow *f = &c->slots[i];
 	if (!f->followed || f->quarantined)
 		return;
+	fold_target t = {.half = half, .counts = counts, .grew = grew, .exhausted = exhausted};
 	all |= f->folds_unsure;
 	f->folds_unsure = false;
 	for (uint32_t k = 0; k < c->seg.layout.fold_lanes; k++) {
@@ -121,12 +130,6 @@ void tb_collector_take_slot_folds(tb_collector *c, uint32_t i, int half, bool al
 		/* cleared before the counts are read: a fold after this read
 		 * sets it again */
 		if (__atomic_exchange_n(&lane->dirty, 0, __ATOMIC_ACQ_REL) != 0 || all)
-			take_lane(c, i, lane, half);
+			take_lane(c, i, lane, &t);
 	}
-}
-
-void tb_collector_take_folds(tb_collector *c, int half)
-{
-	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
-		tb_collector_take_slot_folds(c, i, half, false);
 }

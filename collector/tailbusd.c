@@ -1,6 +1,7 @@
 /* tailbusd.c - the collector daemon's command line.
  *
  *   tailbusd --bus NAME --log-dir D [--dir SEGDIR] [--cpu N] [--interval 1s]
+ *            [--drain-threads N] [--cpus LIST] [--close-cpu N] [--no-rebalance]
  *            [--rotate-seconds S] [--rotate-bytes B] [--keep N] [--idle-us U]
  *            [--backoff-ns N] [--evict-lines] [--io-fallback] [--fresh] [--slots N] [--ring-events N]
  *            [--metrics N] [--fold-lanes N] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
@@ -41,7 +42,12 @@ static void usage(FILE *out)
 		"usage: tailbusd --bus NAME --log-dir DIR [options]\n"
 		"  --dir DIR            segment directory (default: $TAILBUS_DIR, hugetlbfs, /dev/shm)\n"
 		"  --interval T         interval length: 1s (default), 500ms, 2s\n"
-		"  --cpu N              pin the collector to CPU N\n"
+		"  --cpu N              pin the (first) drain thread to CPU N\n"
+		"  --drain-threads N    drain threads (default 1; add one when a drain thread's\n"
+		"                       CPU is busy all the time: the sidecar's drain rows)\n"
+		"  --cpus LIST          the drain threads' CPUs, one each: 2,3,4 or 2-5\n"
+		"  --close-cpu N        pin the closer (merge, encode, write) to CPU N\n"
+		"  --no-rebalance       keep each ring on the drain thread it was first given\n"
 		"  --idle-us U          sleep U us when the bus is quiet (default: busy-poll)\n"
 		"  --backoff-ns N       after a pass that found no ring with a whole batch waiting,\n"
 		"                       spin N ns (at most 1 ms) before the next (default 2000; 0: none)\n"
@@ -92,8 +98,38 @@ struct cli {
 	tb_collector_config cfg;
 	int cpu;
 	int fifo;
+	uint32_t ncpus; /* given by --cpus */
 	bool mlock, foreground;
 };
+
+/* "2,3,7" or "2-5" or both: the drain threads' CPUs, in order. */
+static bool parse_cpus(const char *s, struct cli *o)
+{
+	o->ncpus = 0;
+	while (*s) {
+		char *end;
+		unsigned long lo = strtoul(s, &end, 10), hi = lo;
+		if (end == s)
+			return false;
+		if (*end == '-') {
+			s = end + 1;
+			hi = strtoul(s, &end, 10);
+			if (end == s || hi < lo)
+				return false;
+		}
+		for (unsigned long k = lo; k <= hi; k++) {
+			if (k >= CPU_SETSIZE || o->ncpus == TB_COLLECTOR_MAX_DRAINERS)
+				return false;
+			o->cfg.drain_cpus[o->ncpus++] = (int)k;
+		}
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return false;
+		s = end;
+	}
+	return o->ncpus > 0;
+}
 
 static int parse(int argc, char **argv, struct cli *o)
 {
@@ -106,6 +142,8 @@ static int parse(int argc, char **argv, struct cli *o)
 		{"ring-events", 1, 0, 'r'}, {"metrics", 1, 0, 'm'},    {"group", 1, 0, 'g'},
 		{"fold-lanes", 1, 0, 'o'},
 		{"mlock", 0, 0, 'L'},      {"fifo", 1, 0, 'P'},        {"foreground", 0, 0, 'G'},
+		{"drain-threads", 1, 0, 'D'}, {"cpus", 1, 0, 'C'},    {"close-cpu", 1, 0, 'K'},
+		{"no-rebalance", 0, 0, 'N'},
 		{"help", 0, 0, 'h'},       {0, 0, 0, 0}};
 	tb_collector_config_default(&o->cfg);
 	o->cpu = -1;
@@ -138,6 +176,13 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'L': o->mlock = true; break;
 		case 'P': ok = parse_u64(optarg, &v) && v >= 1 && v <= 99; o->fifo = (int)v; break;
 		case 'G': o->foreground = true; break;
+		case 'D':
+			ok = parse_u64(optarg, &v) && v >= 1 && v <= TB_COLLECTOR_MAX_DRAINERS;
+			o->cfg.drain_threads = (uint32_t)v;
+			break;
+		case 'C': ok = parse_cpus(optarg, o); break;
+		case 'K': ok = parse_u64(optarg, &v) && v < CPU_SETSIZE; o->cfg.close_cpu = (int)v; break;
+		case 'N': o->cfg.rebalance = false; break;
 		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return -EINVAL;
 		}
@@ -146,6 +191,15 @@ static int parse(int argc, char **argv, struct cli *o)
 			return -EINVAL;
 		}
 	}
+	if (o->ncpus && o->cfg.drain_threads == 1)
+		o->cfg.drain_threads = o->ncpus; /* one drain thread a CPU */
+	if (o->ncpus && o->ncpus != o->cfg.drain_threads) {
+		fprintf(stderr, "tailbusd: --cpus names %u CPUs for %u drain threads\n", o->ncpus,
+			o->cfg.drain_threads);
+		return -EINVAL;
+	}
+	if (o->cpu >= 0 && !o->ncpus)
+		o->cfg.drain_cpus[0] = o->cpu;
 	if (!o->cfg.bus || !o->cfg.writer.dir) {
 		fprintf(stderr, "tailbusd: --bus and --log-dir are required\n");
 		usage(stderr);
@@ -156,12 +210,14 @@ static int parse(int argc, char **argv, struct cli *o)
 
 static int tune_process(const struct cli *o)
 {
-	if (o->cpu >= 0) {
+	/* the drain threads pin themselves; this thread is the closer's */
+	if (o->cfg.close_cpu >= 0) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
-		CPU_SET(o->cpu, &set);
+		CPU_SET(o->cfg.close_cpu, &set);
 		if (sched_setaffinity(0, sizeof(set), &set) < 0) {
-			fprintf(stderr, "tailbusd: cannot pin to CPU %d: %s\n", o->cpu, strerror(errno));
+			fprintf(stderr, "tailbusd: cannot pin the closer to CPU %d: %s\n", o->cfg.close_cpu,
+				strerror(errno));
 			return -errno;
 		}
 	}
@@ -237,9 +293,15 @@ int main(int argc, char **argv)
 	rc = tb_collector_run(&c, &stop_requested);
 	if (rc < 0)
 		fprintf(stderr, "tailbusd: stopped on an error: %s\n", strerror(-rc));
-	if (c.series_exhausted)
+	uint64_t exhausted = c.closer.series_exhausted;
+	for (uint32_t k = 0; k < c.ndrainers; k++)
+		exhausted += c.drainers[k].series_exhausted;
+	if (exhausted)
 		fprintf(stderr, "tailbusd: %llu events had no histogram left (raise the series pool)\n",
-			(unsigned long long)c.series_exhausted);
+			(unsigned long long)exhausted);
+	if (c.closer.behind)
+		fprintf(stderr, "tailbusd: %llu closes fell behind by an interval or more\n",
+			(unsigned long long)c.closer.behind);
 	printf("tailbusd: stopped; %s complete\n", tb_writer_log_path(c.writer));
 	tb_collector_close(&c);
 	return rc < 0 ? 1 : 0;

@@ -40,6 +40,37 @@ struct fixture {
 	tb_metric_t m[METRICS];
 };
 
+/* A ring's tallies, both halves: what its next two closes report. */
+static uint64_t ring_bad(const tb_slot_follow *f)
+{
+	return f->tally[0].bad_events + f->tally[1].bad_events;
+}
+
+static uint64_t ring_events(const tb_slot_follow *f)
+{
+	return f->tally[0].events + f->tally[1].events;
+}
+
+static uint64_t ring_folded(const tb_slot_follow *f)
+{
+	return f->tally[0].folded + f->tally[1].folded;
+}
+
+/* What the closer does with the fold lanes, into drain thread 0's counts. */
+static void take_slot_folds(struct fixture *f, uint32_t i, int half, bool all)
+{
+	tb_drainer *d = &f->c.drainers[0];
+	pthread_mutex_lock(&f->c.slot_lock);
+	tb_folds_take_slot(&f->c, i, half, all, d->counts[half], d->fold_grew, &d->series_exhausted);
+	pthread_mutex_unlock(&f->c.slot_lock);
+}
+
+static void take_folds(struct fixture *f, int half)
+{
+	for (uint32_t i = 0; i < f->c.seg.layout.slot_count; i++)
+		take_slot_folds(f, i, half, false);
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -100,7 +131,7 @@ static int teardown(void **state)
  * current interval (negative: before it). */
 static uint64_t at(const struct fixture *f, int64_t offset_ns)
 {
-	return (uint64_t)(f->c.interval_start_ns - f->c.clock_offset_ns + offset_ns);
+	return (uint64_t)(f->c.drainers[0].interval_start_ns - f->c.clock_offset_ns + offset_ns);
 }
 
 static void spans(struct fixture *f, int metric, int n, uint64_t done, uint64_t latency)
@@ -165,7 +196,7 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 {
 	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns;
-	int cur = f->c.cur;
+	int cur = f->c.drainers[0].cur;
 	/* this interval: every metric has data, so the close has three to do */
 	for (int k = 0; k < METRICS; k++)
 		spans(f, k, 100, at(f, len / 2), 1000);
@@ -178,7 +209,7 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	spans(f, 0, 40, at(f, len / 2), 2000);
 	spans(f, 2, 30, at(f, len / 2), 2000);
 	spans(f, 1, 25, at(f, len + len / 2), 3000);
-	int64_t closing = f->c.interval_start_ns;
+	int64_t closing = f->c.drainers[0].interval_start_ns;
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
 	/* the closed interval's lines hold what was drained before the close,
 	 * nothing drained during it */
@@ -186,54 +217,56 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	logged_totals(f, closing, logged);
 	for (int k = 0; k < METRICS; k++)
 		assert_int_equal(logged[k], 100);
-	/* the close drained the ring: nothing is left for a pass after it */
-	assert_int_equal(tb_collector_drain_pass(&f->c), 0);
-	/* and it all went to the new current half, none into the closed one */
-	int next = f->c.cur;
+	/* the close drained nothing: the drain after it takes what was left,
+	 * into the new current half, none into the closed one */
+	assert_int_equal(tb_collector_drain_pass(&f->c), 95);
+	int next = f->c.drainers[0].cur;
 	assert_int_equal(next, cur ^ 1);
-	assert_int_equal(f->c.open_half, next);
-	assert_int_equal(f->c.late_before_ns, f->c.interval_start_ns);
+	assert_int_equal(f->c.drainers[0].open_half, next);
+	assert_int_equal(f->c.drainers[0].late_before_ns, f->c.drainers[0].interval_start_ns);
 	/* the next interval's 25 by the fast path, the late ones by decode() */
 	tb_series *s1 = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s1);
 	assert_int_equal(s1->fast[next]->events, 25);
 	tb_collector_fold_events(&f->c);
 	assert_int_equal(series_total(f, next, 0), 40);
-	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[0])].events, 40);
-	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[0])].late, 40);
+	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[0])].events, 40);
+	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[0])].late, 40);
 	assert_int_equal(series_total(f, next, 1), 25);
-	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].events, 25);
-	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].late, 0);
+	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[1])].events, 25);
+	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[1])].late, 0);
 	assert_int_equal(series_total(f, next, 2), 30);
-	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[2])].late, 30);
+	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[2])].late, 30);
 }
 
-/* A close drains between its metrics until no ring holds a whole batch,
- * and the fast path takes what it drains for the next half: a ring holding
- * many batches when the close begins is empty when it ends, not left a batch
- * a metric the emptier (which let a close at full rate fill it). */
-static void a_close_empties_a_ring_that_holds_many_batches(void **state)
+/* A close leaves the rings to the drain: a ring holding many batches when
+ * the interval switches is read after it by the fast path, all into the
+ * next half. */
+static void the_drain_goes_on_by_the_fast_path_after_a_switch(void **state)
 {
 	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns;
-	int cur = f->c.cur;
+	int cur = f->c.drainers[0].cur;
 	for (int k = 0; k < METRICS; k++)
 		spans(f, k, 10, at(f, len / 2), 1000);
 	tb_collector_drain_all(&f->c);
-	int n = 12 * TB_COLLECTOR_BATCH; /* many passes' worth, past METRICS batches */
+	int n = 12 * TB_COLLECTOR_BATCH; /* many passes' worth */
 	assert_true(n < (int)f->c.seg.layout.ring_capacity);
 	spans(f, 1, n, at(f, len + len / 2), 3000);
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
-	int next = f->c.cur;
+	int next = f->c.drainers[0].cur;
 	assert_int_equal(next, cur ^ 1);
-	assert_int_equal(tb_collector_drain_pass(&f->c), 0);
+	uint64_t taken = 0, k;
+	while ((k = tb_collector_drain_pass(&f->c)) > 0)
+		taken += k;
+	assert_int_equal(taken, n);
 	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s);
 	assert_int_equal(s->fast[next]->events, n); /* all of them by the fast path */
 	tb_collector_fold_events(&f->c);
 	assert_int_equal(series_total(f, next, 1), n);
-	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].events, n);
-	assert_int_equal(f->c.counts[next][tb_metric_id(f->m[1])].late, 0);
+	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[1])].events, n);
+	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[1])].late, 0);
 }
 
 /* The drain's fast path counts events per series; a close reached straight
@@ -247,7 +280,7 @@ static void a_close_after_bare_passes_counts_every_event(void **state)
 		spans(f, k, 50 + k, at(f, len / 2), 1000);
 	while (tb_collector_drain_pass(&f->c) > 0)
 		;
-	int64_t closing = f->c.interval_start_ns;
+	int64_t closing = f->c.drainers[0].interval_start_ns;
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
 	int64_t logged[METRICS];
 	logged_totals(f, closing, logged);
@@ -277,7 +310,7 @@ static void every_close_counts_its_own_interval(void **state)
 		spans(f, 2, 2, at(f, len / 2), 100 * (uint64_t)(i + 1));
 		spans(f, 2, 3, at(f, len / 2), 3000000 * (uint64_t)(i + 1));
 		tb_collector_drain_all(&f->c);
-		int64_t closing = f->c.interval_start_ns;
+		int64_t closing = f->c.drainers[0].interval_start_ns;
 		assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
 		int64_t logged[METRICS], events[METRICS];
 		logged_totals(f, closing, logged);
@@ -313,7 +346,7 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 {
 	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns;
-	int cur = f->c.cur;
+	int cur = f->c.drainers[0].cur;
 	const int64_t top = TB_HIST_DEFAULT_HIGHEST;
 	static const struct {
 		uint64_t latencies[3];
@@ -340,12 +373,12 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 		const uint8_t *seen = s->fast[cur]->seen;
 		if (k > 0) /* the buckets are there to settle */
 			assert_non_null(memchr(seen, 1, TB_SERIES_BUCKETS));
-		tb_collector_settle_bounds(&f->c, cur);
+		tb_series_settle_bounds(&f->c, cur);
 		assert_null(memchr(seen, 1, TB_SERIES_BUCKETS));
 		assert_bounds(&s->hist[cur], steps[k].min, steps[k].max);
 	}
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].events, 21);
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].clamped, 0);
+	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[2])].events, 21);
+	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[2])].clamped, 0);
 
 	/* a lowest bucket that holds only zeros gives no minimum: the next does */
 	spans(f, 0, 1, at(f, len / 2), 0); /* makes the series, through decode() */
@@ -356,7 +389,7 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 	s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[0])];
 	assert_non_null(s);
 	assert_int_equal(s->hist[cur].min_raw, 0);
-	tb_collector_settle_bounds(&f->c, cur);
+	tb_series_settle_bounds(&f->c, cur);
 	assert_bounds(&s->hist[cur], 2048, 3001);
 	assert_int_equal(tb_hist_min(&s->hist[cur]), 0); /* a recorded zero is still the minimum */
 	assert_int_equal(s->hist[cur].min_raw, 2048);
@@ -389,7 +422,7 @@ static void a_series_pool_past_the_tables_reach_is_refused(void **state)
 static void the_second_pass_takes_the_fast_path(void **state)
 {
 	struct fixture *f = *state;
-	int cur = f->c.cur;
+	int cur = f->c.drainers[0].cur;
 	uint32_t cap = f->c.seg.layout.ring_capacity;
 	uint64_t done = at(f, f->c.cfg.interval_ns / 2);
 	spans(f, 1, (int)cap, done, 1000);
@@ -407,9 +440,9 @@ static void the_second_pass_takes_the_fast_path(void **state)
 static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void **state)
 {
 	struct fixture *f = *state;
-	int cur = f->c.cur;
-	f->c.interval_start_ns = f->c.clock_offset_ns - 1000; /* 1 us before monotonic 0 */
-	tb_collector_set_closing(&f->c, false);
+	int cur = f->c.drainers[0].cur;
+	f->c.drainers[0].interval_start_ns = f->c.clock_offset_ns - 1000; /* 1 us before monotonic 0 */
+	tb_drainer_set_open(&f->c.drainers[0]);
 	spans(f, 1, 10, at(f, f->c.cfg.interval_ns / 2), 1000);
 	assert_int_equal(tb_collector_drain_pass(&f->c), 10);
 	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
@@ -417,8 +450,8 @@ static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void 
 	assert_int_equal(s->fast[cur]->events, 9); /* the first made the series, through decode() */
 	tb_collector_fold_events(&f->c);
 	assert_int_equal(s->hist[cur].total, 10);
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].events, 10);
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].late, 0);
+	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[1])].events, 10);
+	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[1])].late, 0);
 }
 
 static int64_t mono_ns(void)
@@ -445,11 +478,11 @@ static void the_poll_pass_reads_short_rings_only_when_due(void **state)
 	sf->partial_after_ns = INT64_MAX; /* not due, whatever the time */
 	spans(f, 0, 10, at(f, len / 2), 1000);
 	assert_int_equal(tb_collector_poll_pass(&f->c), 0);
-	assert_false(f->c.last_pass_full);
+	assert_false(f->c.drainers[0].last_pass_full);
 	/* a whole batch behind those ten: taken at once, the ten first */
 	spans(f, 0, TB_COLLECTOR_BATCH, at(f, len / 2), 1000);
 	assert_int_equal(tb_collector_poll_pass(&f->c), TB_COLLECTOR_BATCH);
-	assert_true(f->c.last_pass_full);
+	assert_true(f->c.drainers[0].last_pass_full);
 	assert_int_equal(sf->partial_after_ns, INT64_MAX); /* a whole batch is not a short read */
 	assert_int_equal(tb_collector_poll_pass(&f->c), 0);
 	sf->partial_after_ns = 0; /* due */
@@ -460,7 +493,7 @@ static void the_poll_pass_reads_short_rings_only_when_due(void **state)
 	assert_int_equal(tb_collector_drain_pass(&f->c), 7);
 	spans(f, 0, 5, at(f, len / 2), 1000);
 	assert_int_equal(tb_collector_drain_all(&f->c), 5);
-	assert_int_equal(f->c.counts[f->c.cur][tb_metric_id(f->m[0])].events,
+	assert_int_equal(f->c.drainers[0].counts[f->c.drainers[0].cur][tb_metric_id(f->m[0])].events,
 			 10 + 10 + TB_COLLECTOR_BATCH + 7 + 5);
 }
 
@@ -521,7 +554,7 @@ static void stall(struct fixture *f)
 /* Close the current interval; its start. */
 static int64_t close_now(struct fixture *f, bool with_events)
 {
-	int64_t len = f->c.cfg.interval_ns, start = f->c.interval_start_ns;
+	int64_t len = f->c.cfg.interval_ns, start = f->c.drainers[0].interval_start_ns;
 	if (with_events)
 		spans(f, 0, 5, at(f, len / 2), 1000);
 	tb_collector_drain_all(&f->c);
@@ -592,18 +625,16 @@ static void sidecar_events(struct fixture *f, int64_t start_ns, int64_t *events)
 	}
 }
 
-/* The closes at shutdown take nothing from the rings: what they took would
- * go to a half no one closes, where left it is the next collector's. */
-static void closes_at_shutdown_leave_the_rings_alone(void **state)
+/* A close takes nothing from the rings: the drain threads do, and what a
+ * stopping collector leaves there is the next collector's. */
+static void a_close_leaves_the_rings_alone(void **state)
 {
 	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns;
 	spans(f, 0, 10, at(f, len / 2), 1000);
 	tb_collector_drain_all(&f->c);
 	spans(f, 1, 5, at(f, len / 2), 1000);
-	f->c.stopping = true;
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
-	f->c.stopping = false;
 	assert_int_equal(tb_collector_drain_pass(&f->c), 5);
 }
 
@@ -611,18 +642,18 @@ static void closes_at_shutdown_leave_the_rings_alone(void **state)
 static void late_outside_a_close_stays_in_the_current_half(void **state)
 {
 	struct fixture *f = *state;
-	int cur = f->c.cur;
+	int cur = f->c.drainers[0].cur;
 	spans(f, 2, 7, at(f, -f->c.cfg.interval_ns / 2), 500);
 	tb_collector_drain_all(&f->c);
 	assert_int_equal(series_total(f, cur, 2), 7);
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[2])].late, 7);
+	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[2])].late, 7);
 }
 
 static uint64_t events_of(struct fixture *f, int metric)
 {
 	uint32_t id = tb_metric_id(f->m[metric]);
 	tb_collector_fold_events(&f->c); /* housekeeping drains without folding */
-	return f->c.counts[0][id].events + f->c.counts[1][id].events;
+	return f->c.drainers[0].counts[0][id].events + f->c.drainers[0].counts[1][id].events;
 }
 
 static void housekeep(struct fixture *f)
@@ -655,7 +686,7 @@ static void the_next_owner_of_a_slot_is_read_in_full(void **state)
 	tb_collector_drain_all(&f->c);
 	assert_false(f->c.slots[0].quarantined);
 	assert_int_equal(events_of(f, 0), cap + 3);
-	assert_int_equal(f->c.slots[0].bad_events, 0);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 0);
 }
 
 /* An event whose lap bit a made-up metric word spoiled (a struct filled by
@@ -678,16 +709,16 @@ static void a_spoiled_event_does_not_stall_the_ring(void **state)
 	tb_collector_drain_all(&f->c);
 	/* stopped at it: the producer has not said it is past it yet */
 	assert_int_equal(events_of(f, 0), cap + 10);
-	assert_int_equal(f->c.slots[0].bad_events, 0);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 0);
 	spans(f, 0, 1, done, 1000); /* past the ring's end: the hint, then the third pass */
 	tb_collector_drain_all(&f->c);
-	assert_int_equal(f->c.slots[0].bad_events, 1);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 1);
 	assert_int_equal(events_of(f, 0), 2 * (uint64_t)cap);
 	/* the third pass, written up to the spoiled event's slot: that slot does
 	 * not read as a new event, and the producer goes on writing */
 	spans(f, 0, 9, done, 1000);
 	tb_collector_drain_all(&f->c);
-	assert_int_equal(f->c.slots[0].bad_events, 1);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 1);
 	assert_int_equal(events_of(f, 0), 2 * (uint64_t)cap + 9);
 	spans(f, 0, 5, done, 1000);
 	tb_collector_drain_all(&f->c);
@@ -876,17 +907,17 @@ static void drain_matches_decode(void **state, uint32_t prefill, bool closing)
 			tb_span(q, b, pd - 1000, pd);
 		}
 		tb_collector_drain_all(&f->c);
-		bad0 = f->c.slots[f->p->slot].bad_events;
-		assert_int_equal(f->c.slots[q->slot].bad_events, bad0);
+		bad0 = ring_bad(&f->c.slots[f->p->slot]);
+		assert_int_equal(ring_bad(&f->c.slots[q->slot]), bad0);
 	}
 	/* during a close what is drained is the next half's, the fast path's
 	 * too (from the closing interval's end), and nothing is the closing half's */
 	if (closing)
-		tb_collector_set_closing(&f->c, true);
-	int open = f->c.open_half, shut = closing ? f->c.cur : -1;
+		assert_true(tb_drainer_switch(&f->c.drainers[0], 0, true));
+	int open = f->c.drainers[0].open_half, shut = closing ? f->c.drainers[0].cur ^ 1 : -1;
 	for (int h = 0; h < 2; h++)
 		for (int m = 0; m < METRICS; m++)
-			base[h][m] = f->c.counts[h][tb_metric_id(f->m[m])];
+			base[h][m] = f->c.drainers[0].counts[h][tb_metric_id(f->m[m])];
 	int64_t shut_totals[2][METRICS] = {{0}};
 	for (int m = 0; closing && m < METRICS; m++) {
 		shut_totals[0][m] = tb_hist_total(&f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[m])]->hist[shut]);
@@ -897,7 +928,7 @@ static void drain_matches_decode(void **state, uint32_t prefill, bool closing)
 	tb_collector_drain_all(&f->c);
 	for (int h = 0; h < 2; h++) {
 		for (int m = 0; m < METRICS; m++) {
-			before[h][m] = f->c.counts[h][tb_metric_id(f->m[m])];
+			before[h][m] = f->c.drainers[0].counts[h][tb_metric_id(f->m[m])];
 			before[h][m].events -= base[h][m].events;
 			before[h][m].negative -= base[h][m].negative;
 			before[h][m].late -= base[h][m].late;
@@ -910,16 +941,16 @@ static void drain_matches_decode(void **state, uint32_t prefill, bool closing)
 	tb_collector_drain_all(&f->c);
 	uint32_t s0 = f->p->slot, s1 = q->slot;
 	assert_int_not_equal(s0, s1);
-	assert_int_equal(f->c.slots[s0].interval_events, STREAM + prefill);
-	assert_int_equal(f->c.slots[s1].interval_events, STREAM + prefill);
+	assert_int_equal(ring_events(&f->c.slots[s0]), STREAM + prefill);
+	assert_int_equal(ring_events(&f->c.slots[s1]), STREAM + prefill);
 	uint64_t marks = 0;
 	for (int k = 0; k < STREAM; k++)
 		marks += mark[k];
-	assert_true(marks > 0 && f->c.slots[s0].bad_events - bad0 > marks); /* and the unknown ids */
-	assert_int_equal(f->c.slots[s1].bad_events, f->c.slots[s0].bad_events);
+	assert_true(marks > 0 && ring_bad(&f->c.slots[s0]) - bad0 > marks); /* and the unknown ids */
+	assert_int_equal(ring_bad(&f->c.slots[s1]), ring_bad(&f->c.slots[s0]));
 	for (int h = 0; h < 2; h++) {
 		for (int m = 0; m < METRICS; m++) {
-			const tb_metric_counts *a = &before[h][m], *b = &f->c.counts[h][tb_metric_id(f->m[m])],
+			const tb_metric_counts *a = &before[h][m], *b = &f->c.drainers[0].counts[h][tb_metric_id(f->m[m])],
 					       *z = &base[h][m];
 			assert_int_equal(b->events - z->events, 2 * a->events);
 			assert_int_equal(b->negative - z->negative, 2 * a->negative);
@@ -947,7 +978,7 @@ static void drain_matches_decode(void **state, uint32_t prefill, bool closing)
 			assert_int_equal(hb->total, ha->total);
 			/* the fast path's bounds are settled at bucket precision,
 			 * decode()'s are exact: what the histograms report is the same */
-			tb_collector_settle_bounds(&f->c, h);
+			tb_series_settle_bounds(&f->c, h);
 			assert_int_equal(tb_hist_min(hb), tb_hist_min(ha));
 			assert_int_equal(tb_hist_max(hb), tb_hist_max(ha));
 			assert_true(hb->min_raw <= ha->min_raw && hb->max_raw >= ha->max_raw);
@@ -959,7 +990,7 @@ static void drain_matches_decode(void **state, uint32_t prefill, bool closing)
 			assert_int_equal(tb_hist_total(&b->hist[shut]), shut_totals[1][m]);
 			assert_true(a->hist[open].total > 0);
 		} else {
-			assert_true(a->hist[f->c.cur].total > 0 && a->hist[f->c.cur ^ 1].total > 0);
+			assert_true(a->hist[f->c.drainers[0].cur].total > 0 && a->hist[f->c.drainers[0].cur ^ 1].total > 0);
 		}
 	}
 	tb_detach(q);
@@ -1051,8 +1082,8 @@ static void fill_then_fold(struct fixture *f, int k, int n, uint64_t latency)
 static void folded_spans_count_in_the_closing_interval(void **state)
 {
 	struct fixture *f = *state;
-	int64_t len = f->c.cfg.interval_ns, start = f->c.interval_start_ns;
-	int cur = f->c.cur;
+	int64_t len = f->c.cfg.interval_ns, start = f->c.drainers[0].interval_start_ns;
+	int cur = f->c.drainers[0].cur;
 	uint16_t id1 = (uint16_t)tb_metric_id(f->m[1]);
 	fill_then_fold(f, 1, 100, 1000);
 	uint64_t done = at(f, 3000);
@@ -1060,9 +1091,9 @@ static void folded_spans_count_in_the_closing_interval(void **state)
 	tb_span(f->p, f->m[1], done - (uint64_t)TB_FOLD_HIGHEST - 7, done); /* past an hour */
 	assert_int_equal(tb_collector_drain_all(&f->c), RING);
 	/* not yet: folds are taken by the close */
-	assert_int_equal(f->c.counts[cur][id1].events, 0);
-	tb_collector_take_folds(&f->c, cur);
-	tb_metric_counts *mc = &f->c.counts[cur][id1];
+	assert_int_equal(f->c.drainers[0].counts[cur][id1].events, 0);
+	take_folds(f, cur);
+	tb_metric_counts *mc = &f->c.drainers[0].counts[cur][id1];
 	assert_int_equal(mc->events, 102);
 	assert_int_equal(mc->folded, 102);
 	assert_int_equal(mc->negative, 1);
@@ -1073,9 +1104,9 @@ static void folded_spans_count_in_the_closing_interval(void **state)
 	assert_int_equal(h->counts[tb_hist_index_of(h, 1000)], 0);
 	assert_int_equal(h->counts[0], 1);
 	assert_int_equal(h->counts[tb_hist_index_of(h, h->highest)], 1);
-	assert_int_equal(f->c.slots[0].interval_folded, 102);
+	assert_int_equal(ring_folded(&f->c.slots[0]), 102);
 	/* taken once: a second look finds nothing new */
-	tb_collector_take_slot_folds(&f->c, 0, cur, true);
+	take_slot_folds(f, 0, cur, true);
 	assert_int_equal(mc->events, 102);
 	assert_int_equal(tb_hist_total(h), 102);
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
@@ -1096,21 +1127,21 @@ static void folded_spans_count_in_the_closing_interval(void **state)
 static void only_dirty_lanes_are_read(void **state)
 {
 	struct fixture *f = *state;
-	int cur = f->c.cur;
+	int cur = f->c.drainers[0].cur;
 	fill_then_fold(f, 1, 10, 500);
 	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
 	assert_int_equal(lane->dirty, 1);
-	tb_collector_take_folds(&f->c, cur);
+	take_folds(f, cur);
 	assert_int_equal(lane->dirty, 0);
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].folded, 10);
+	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[1])].folded, 10);
 	/* counts that grew with dirty clear (as if the store of 1 were not yet
 	 * seen) wait for the next fold's mark, and are taken whole then */
 	lane->counts[tb_fold_index(500)] += 3;
-	tb_collector_take_folds(&f->c, cur);
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].folded, 10);
+	take_folds(f, cur);
+	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[1])].folded, 10);
 	spans(f, 1, 1, at(f, 2000), 500);
-	tb_collector_take_folds(&f->c, cur);
-	assert_int_equal(f->c.counts[cur][tb_metric_id(f->m[1])].folded, 14);
+	take_folds(f, cur);
+	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[1])].folded, 14);
 }
 
 /* What a collector took is kept in the lane: one started after it (the
@@ -1120,8 +1151,8 @@ static void a_restarted_collector_takes_only_new_folds(void **state)
 	struct fixture *f = *state;
 	fill_then_fold(f, 2, 40, 700);
 	tb_collector_drain_all(&f->c);
-	tb_collector_take_folds(&f->c, f->c.cur);
-	assert_int_equal(f->c.counts[f->c.cur][tb_metric_id(f->m[2])].folded, 40);
+	take_folds(f, f->c.drainers[0].cur);
+	assert_int_equal(f->c.drainers[0].counts[f->c.drainers[0].cur][tb_metric_id(f->m[2])].folded, 40);
 	tb_collector_config cfg = f->c.cfg;
 	tb_collector_close(&f->c);
 	f->opened = false;
@@ -1135,9 +1166,9 @@ static void a_restarted_collector_takes_only_new_folds(void **state)
 	f->opened = true;
 	/* the new collector's first look reads every lane, dirty or not */
 	tb_seg_fold_lane(&f->c.seg, 0, 0)->dirty = 0;
-	tb_collector_take_folds(&f->c, f->c.cur);
-	assert_int_equal(f->c.counts[f->c.cur][tb_metric_id(f->m[2])].folded, 25);
-	assert_int_equal(f->c.counts[f->c.cur][tb_metric_id(f->m[2])].events, 25);
+	take_folds(f, f->c.drainers[0].cur);
+	assert_int_equal(f->c.drainers[0].counts[f->c.drainers[0].cur][tb_metric_id(f->m[2])].folded, 25);
+	assert_int_equal(f->c.drainers[0].counts[f->c.drainers[0].cur][tb_metric_id(f->m[2])].events, 25);
 }
 
 /* Lanes are untrusted: a count below what was taken, a metric that is not
@@ -1146,43 +1177,43 @@ static void a_restarted_collector_takes_only_new_folds(void **state)
 static void impossible_lanes_are_counted_bad(void **state)
 {
 	struct fixture *f = *state;
-	int cur = f->c.cur;
+	int cur = f->c.drainers[0].cur;
 	uint16_t id1 = (uint16_t)tb_metric_id(f->m[1]);
 	fill_then_fold(f, 1, 10, 300);
-	tb_collector_take_folds(&f->c, cur);
-	assert_int_equal(f->c.counts[cur][id1].folded, 10);
+	take_folds(f, cur);
+	assert_int_equal(f->c.drainers[0].counts[cur][id1].folded, 10);
 	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
 	uint32_t k = tb_fold_index(300);
 	/* a count that went down */
 	lane->counts[k] -= 4;
 	lane->counts[k + 1] += 6;
 	lane->dirty = 1;
-	tb_collector_take_folds(&f->c, cur);
-	assert_int_equal(f->c.counts[cur][id1].folded, 10);
-	assert_int_equal(f->c.slots[0].bad_events, 1);
+	take_folds(f, cur);
+	assert_int_equal(f->c.drainers[0].counts[cur][id1].folded, 10);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 1);
 	/* from what it holds now, honest folds are taken again */
 	spans(f, 1, 2, at(f, 2000), 300);
-	tb_collector_take_folds(&f->c, cur);
-	assert_int_equal(f->c.counts[cur][id1].folded, 12);
+	take_folds(f, cur);
+	assert_int_equal(f->c.drainers[0].counts[cur][id1].folded, 12);
 	/* a metric no one registered */
 	lane->metric1 = 200;
 	lane->counts[k] += 5;
 	lane->dirty = 1;
-	tb_collector_take_folds(&f->c, cur);
-	assert_int_equal(f->c.slots[0].bad_events, 2);
-	assert_int_equal(f->c.counts[cur][id1].folded, 12);
+	take_folds(f, cur);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 2);
+	assert_int_equal(f->c.drainers[0].counts[cur][id1].folded, 12);
 	/* an id past every metric, and a read of more than 2^40 */
 	lane->metric1 = TB_MAX_METRICS + 1;
 	lane->counts[k] += 1;
 	lane->dirty = 1;
-	tb_collector_take_folds(&f->c, cur);
-	assert_int_equal(f->c.slots[0].bad_events, 3);
+	take_folds(f, cur);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 3);
 	lane->metric1 = id1 + 1u;
 	lane->counts[k] += UINT64_C(1) << 41;
 	lane->dirty = 1;
-	tb_collector_take_folds(&f->c, cur);
-	assert_int_equal(f->c.slots[0].bad_events, 4);
-	assert_int_equal(f->c.counts[cur][id1].folded, 12);
+	take_folds(f, cur);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 4);
+	assert_int_equal(f->c.drainers[0].counts[cur][id1].folded, 12);
 	assert_int_equal(tb_hist_total(series_hist(f, cur, 1)), 12);
 }
 
@@ -1198,8 +1229,8 @@ static void a_freed_slot_has_its_folds_taken_and_its_lanes_reset(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	tb_collector_housekeep(&f->c, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 	assert_int_equal(tb_seg_slot(&f->c.seg, 0)->state, TB_SLOT_FREE);
-	int h = f->c.open_half;
-	assert_int_equal(f->c.counts[h][tb_metric_id(f->m[1])].folded, 30);
+	int h = f->c.drainers[0].open_half;
+	assert_int_equal(f->c.drainers[0].counts[h][tb_metric_id(f->m[1])].folded, 30);
 	const tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
 	assert_int_equal(lane->metric1, 0);
 	assert_int_equal(lane->counts[tb_fold_index(900)], 0);
@@ -1231,7 +1262,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(late_outside_a_close_stays_in_the_current_half, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(a_close_empties_a_ring_that_holds_many_batches, setup,
+		cmocka_unit_test_setup_teardown(the_drain_goes_on_by_the_fast_path_after_a_switch, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_close_after_bare_passes_counts_every_event, setup,
 						teardown),
@@ -1244,7 +1275,7 @@ int main(void)
 			an_interval_begun_before_the_clock_started_takes_the_fast_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_fast_path_keeps_the_least_and_greatest_value, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(closes_at_shutdown_leave_the_rings_alone, setup,
+		cmocka_unit_test_setup_teardown(a_close_leaves_the_rings_alone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(the_next_owner_of_a_slot_is_read_in_full, setup,
 						teardown),

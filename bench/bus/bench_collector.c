@@ -179,7 +179,7 @@ static void fill(struct coll_bench *b, int r)
 {
 	tb_producer *p = b->p[r];
 	uint32_t n = b->c.seg.layout.ring_capacity - 1;
-	uint64_t done = (uint64_t)(b->c.interval_start_ns - b->c.clock_offset_ns +
+	uint64_t done = (uint64_t)(b->c.drainers[0].interval_start_ns - b->c.clock_offset_ns +
 				   b->c.cfg.interval_ns / 2);
 	uint64_t dropped = dropped_of(p);
 	for (uint32_t k = 0; k < n; k++, b->pos++) {

@@ -93,7 +93,7 @@ static int64_t series_total(void)
 {
 	int64_t n = 0;
 	for (uint32_t k = 0; k < coll.nseries; k++)
-		n += tb_hist_total(&coll.series[k].hist[coll.cur]);
+		n += tb_hist_total(&coll.series[k].hist[coll.drainers[0].cur]);
 	return n;
 }
 
@@ -150,10 +150,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (uint32_t k = 0; k < coll.nseries; k++)
 		for (int h = 0; h < 2; h++)
 			tb_hist_reset(&coll.series[k].hist[h]);
-	memset(coll.counts[coll.cur], 0, coll.seg.layout.metric_capacity * sizeof(tb_metric_counts));
-	uint64_t bad_before = f->bad_events;
+	memset(coll.drainers[0].counts[coll.drainers[0].cur], 0, coll.seg.layout.metric_capacity * sizeof(tb_metric_counts));
+	uint64_t bad_before = f->tally[coll.drainers[0].cur].bad_events;
 
-	tb_collector_take_slot_folds(&coll, 0, coll.cur, flags & 4);
+	tb_folds_take_slot(&coll, 0, coll.drainers[0].cur, flags & 4, coll.drainers[0].counts[coll.drainers[0].cur],
+			   coll.drainers[0].fold_grew, &coll.drainers[0].series_exhausted);
 
 	FUZZ_CHECK(lane->dirty == 0, "a read lane's dirty mark is cleared\n");
 	if (!read)
@@ -165,24 +166,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   (unsigned long long)*count, (unsigned long long)*taken);
 	}
 	if (!changed) {
-		FUZZ_CHECK(f->bad_events == bad_before && series_total() == 0,
+		FUZZ_CHECK(f->tally[coll.drainers[0].cur].bad_events == bad_before && series_total() == 0,
 			   "a lane that did not grow gives nothing\n");
 		return 0;
 	}
 	if (ok && known) {
-		const tb_metric_counts *mc = &coll.counts[coll.cur][m];
-		FUZZ_CHECK(f->bad_events == bad_before, "an honest lane counted bad\n");
+		const tb_metric_counts *mc = &coll.drainers[0].counts[coll.drainers[0].cur][m];
+		FUZZ_CHECK(f->tally[coll.drainers[0].cur].bad_events == bad_before, "an honest lane counted bad\n");
 		FUZZ_CHECK(mc->events == sum && mc->folded == sum, "events %llu, folded %llu, grew %llu\n",
 			   (unsigned long long)mc->events, (unsigned long long)mc->folded,
 			   (unsigned long long)sum);
 		FUZZ_CHECK(series_total() == (int64_t)sum, "histograms hold %lld, grew %llu\n",
 			   (long long)series_total(), (unsigned long long)sum);
 	} else {
-		FUZZ_CHECK(f->bad_events == bad_before + 1, "an impossible read is one bad event\n");
+		FUZZ_CHECK(f->tally[coll.drainers[0].cur].bad_events == bad_before + 1, "an impossible read is one bad event\n");
 		FUZZ_CHECK(series_total() == 0, "an impossible read recorded %lld\n",
 			   (long long)series_total());
 	}
 	for (uint32_t k = 0; k < coll.nseries; k++)
-		fuzz_check_hist(&coll.series[k].hist[coll.cur]);
+		fuzz_check_hist(&coll.series[k].hist[coll.drainers[0].cur]);
 	return 0;
 }

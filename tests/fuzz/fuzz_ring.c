@@ -80,7 +80,7 @@ static uint64_t counted(size_t field)
 	uint64_t n = 0;
 	for (int h = 0; h < 2; h++) {
 		for (uint32_t m = 0; m < coll.seg.layout.metric_capacity; m++)
-			n += *(const uint64_t *)((const char *)&coll.counts[h][m] + field);
+			n += *(const uint64_t *)((const char *)&coll.drainers[0].counts[h][m] + field);
 	}
 	return n;
 }
@@ -110,8 +110,8 @@ static void check_accounts(uint32_t start, uint32_t n, uint64_t dup_before)
 			halves++;
 	}
 	uint64_t recorded = counted(offsetof(tb_metric_counts, events));
-	FUZZ_CHECK(coll.slots[0].bad_events == bad, "%llu bad events counted, %llu read\n",
-		   (unsigned long long)coll.slots[0].bad_events, (unsigned long long)bad);
+	FUZZ_CHECK((coll.slots[0].tally[0].bad_events + coll.slots[0].tally[1].bad_events) == bad, "%llu bad events counted, %llu read\n",
+		   (unsigned long long)(coll.slots[0].tally[0].bad_events + coll.slots[0].tally[1].bad_events), (unsigned long long)bad);
 	FUZZ_CHECK(recorded >= spans, "%llu recorded, %llu SPANs read\n", (unsigned long long)recorded,
 		   (unsigned long long)spans);
 	uint64_t matched = recorded - spans;
@@ -126,7 +126,7 @@ static void check_accounts(uint32_t start, uint32_t n, uint64_t dup_before)
 static void check_series(void)
 {
 	for (int half = 0; half < 2; half++) {
-		tb_collector_settle_bounds(&coll, half);
+		tb_series_settle_bounds(&coll, half);
 		for (uint32_t k = 0; k < coll.nseries; k++) {
 			const tb_hist *h = &coll.series[k].hist[half];
 			fuzz_check_hist(h); /* bounds too: they come from settle here */
@@ -161,8 +161,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(f, 0, sizeof(*f));
 	f->t = tables;
 	tb_collector_fold_events(&coll); /* none left for this input's counts */
-	memset(coll.counts[0], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
-	memset(coll.counts[1], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
+	memset(coll.drainers[0].counts[0], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
+	memset(coll.drainers[0].counts[1], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
 	tb_join_expire(&coll.join, INT64_MAX - coll.join.timeout_ns, NULL, NULL);
 	tb_seg_ring_reset(seg, 0, start);
 	ck_ring_t *ring = tb_seg_ring(seg, 0);
@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tb_event *e = &events[(start + j) & (RING_EVENTS - 1)];
 		memcpy(e, data + HEADER_BYTES + j * sizeof(tb_event), sizeof(tb_event));
 		if (flags & 0x10)
-			e->w1 = (uint64_t)(coll.interval_start_ns - coll.clock_offset_ns +
+			e->w1 = (uint64_t)(coll.drainers[0].interval_start_ns - coll.clock_offset_ns +
 					   (int32_t)(uint32_t)e->w1);
 		uint32_t m = (uint32_t)(e->w0 >> TB_METRIC_SHIFT) & (TB_MAX_METRICS - 1);
 		if (m < METRICS) /* name a registered metric by its real id */

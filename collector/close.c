@@ -1,0 +1,417 @@
+/* close.c - the closer: an interval's finished halves become its report.
+ *
+ * An interval is closed once every drain thread has moved past it (each
+ * publishes the start of its current interval, acked_start_ns). The closer
+ * then owns that interval's half of every series and every drain thread's
+ * per-metric counts for it. For each metric, the halves of its series (one
+ * per ring that recorded it) are added into one scratch histogram: merged
+ * counts, never averaged percentiles. The result is published to the
+ * metric's live area under its sequence counter and written as one tagged
+ * line of the interval log (tag = metric name). Every counter that must not
+ * go into the log (events, drops, negative, late, clamped, unmatched
+ * halves, ring high-water marks, the drain threads' stalls) goes to the
+ * health sidecar. Then the half is given back empty (freed_start_ns), for
+ * the drain threads to count the interval after next into.
+ *
+ * The closer runs on the run loop's thread and never reads a ring.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collector.h"
+#include "tailbus/codec.h"
+#include "tailbus/log.h"
+#include "tailbus/summary.h"
+
+#define LOG_ZLEVEL 9  /* as Java's log writer: smallest lines */
+#define SIDECAR_ROW_MAX 384
+
+/* The metric's name as a log tag, read defensively from shared memory. */
+static void metric_tag(const tb_collector *c, uint16_t m, char *out, size_t cap)
+{
+	const tb_metric_entry *e = tb_seg_metric(&c->seg, m);
+	char name[TB_METRIC_NAME_MAX];
+	memcpy(name, e->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (tb_seg_metric_name_valid(name))
+		snprintf(out, cap, "%s", name);
+	else
+		snprintf(out, cap, "metric-%u", (unsigned)m);
+}
+
+static int reserve(tb_growbuf *b, size_t more)
+{
+	size_t need = b->len + more;
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 65536;
+	while (cap < need)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+/* Publish the merged histogram's summary, and its compressed frame when it
+ * fits, under the metric's sequence counter. */
+static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t length,
+			 uint64_t bus_drops, int64_t gap_ns, uint64_t folded, const uint8_t *frame,
+			 size_t frame_len)
+{
+	const tb_hist *merged = &c->closer.merged;
+	tb_live_metric *lm = tb_seg_live(&c->seg, m);
+	uint32_t k = lm->count == 0 ? 0 : (lm->newest + 1) % c->seg.layout.live_intervals;
+	tb_live_interval *li = tb_seg_live_interval(&c->seg, m, k);
+	int64_t pct[TB_SUMMARY_PERCENTILES]; /* one walk; the live area keeps no mean */
+	tb_hist_values_at_percentiles(merged, tb_summary_levels, TB_SUMMARY_PERCENTILES, pct);
+	bool fits = frame && frame_len <= c->seg.layout.live_hist_bytes;
+	uint64_t seq = lm->seq;
+	/* odd while writing; the fence orders that store before the data */
+	__atomic_store_n(&lm->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	li->start_ns = start;
+	li->length_ns = length;
+	li->count = tb_hist_total(merged);
+	li->min = tb_hist_min(merged);
+	li->max = tb_hist_max(merged);
+	li->p50 = pct[0];
+	li->p90 = pct[1];
+	li->p99 = pct[2];
+	li->p999 = pct[3];
+	li->p9999 = pct[4];
+	li->dropped = bus_drops;
+	li->longest_gap_us = gap_ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(gap_ns / 1000);
+	li->folded = folded;
+	li->hist_len = fits ? (uint32_t)frame_len : 0;
+	if (fits)
+		memcpy((uint8_t *)(li + 1), frame, frame_len);
+	lm->newest = k;
+	if (lm->count < c->seg.layout.live_intervals)
+		lm->count++;
+	__atomic_store_n(&lm->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* Encode the merged histogram once: V2 inner, then the compressed frame. */
+static int encode_merged(tb_collector *c, uint8_t **frame, size_t *frame_len)
+{
+	struct tb_closer *k = &c->closer;
+	size_t inner_cap = tb_v2_inner_bound(&k->merged), inner_len;
+	*frame = k->scratch + inner_cap;
+	int rc = tb_v2_encode_inner(&k->merged, k->scratch, inner_cap, &inner_len);
+	return rc < 0 ? rc
+		      : tb_v2_compress(k->scratch, inner_len, LOG_ZLEVEL, *frame,
+				       k->scratch_cap - inner_cap, frame_len);
+}
+
+/* One sidecar row; `gap_ns` < 0 leaves its column empty, as do `pass_ns`
+ * and `self_gap_ns` (the drain threads' rows only). */
+typedef struct sidecar_extra {
+	uint64_t dropped, high_water;
+	int64_t gap_ns, pass_ns, self_gap_ns;
+} sidecar_extra;
+
+static void us_or_empty(char *out, size_t cap, int64_t ns)
+{
+	out[0] = '\0';
+	if (ns >= 0)
+		snprintf(out, cap, "%" PRId64, ns / 1000);
+}
+
+static int sidecar_row(tb_growbuf *b, double start, const char *scope, const char *name,
+		       const tb_metric_counts *mc, const sidecar_extra *x)
+{
+	if (reserve(b, SIDECAR_ROW_MAX) < 0)
+		return -ENOMEM;
+	char gap[24], pass[24], self[24];
+	us_or_empty(gap, sizeof(gap), x->gap_ns);
+	us_or_empty(pass, sizeof(pass), x->pass_ns);
+	us_or_empty(self, sizeof(self), x->self_gap_ns);
+	int n = snprintf(b->p + b->len, SIDECAR_ROW_MAX,
+			 "%.3f,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%s,%s\n",
+			 start, scope, name, mc->events, x->dropped, mc->negative, mc->late, mc->clamped,
+			 mc->unmatched_start, mc->unmatched_end, x->high_water, gap, mc->folded,
+			 mc->ahead, pass, self);
+	b->len += (size_t)(n < SIDECAR_ROW_MAX ? n : SIDECAR_ROW_MAX - 1);
+	return 0;
+}
+
+static const sidecar_extra no_extra = {.gap_ns = -1, .pass_ns = -1, .self_gap_ns = -1};
+
+/* Move metric m's series into the merged scratch: their closed halves are
+ * left empty for the interval after next, in the same pass. */
+static void merge_metric(tb_collector *c, uint16_t m, int half)
+{
+	uint32_t n = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
+	tb_hist_reset(&c->closer.merged);
+	for (uint32_t k = 0; k < n; k++) {
+		if (c->series[k].metric == m)
+			tb_hist_move(&c->closer.merged, &c->series[k].hist[half]);
+	}
+}
+
+/* Drop deltas of every ring this interval, and what was folded into the
+ * lanes of each followed ring, into half `half`; returns the bus's drops. */
+static uint64_t take_drops_and_folds(tb_collector *c, int half, uint64_t *drops)
+{
+	uint64_t total = 0;
+	pthread_mutex_lock(&c->slot_lock);
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
+		tb_slot_follow *f = &c->slots[i];
+		tb_folds_take_slot(c, i, half, false, c->closer.sum, c->closer.fold_grew,
+				   &c->closer.series_exhausted);
+		drops[i] = (__atomic_load_n(&f->followed, __ATOMIC_ACQUIRE) ? tb_slots_drops(c, i) : 0) +
+			   f->pending_drops;
+		f->pending_drops = 0;
+		total += drops[i];
+	}
+	pthread_mutex_unlock(&c->slot_lock);
+	return total;
+}
+
+/* Sidecar rows for every ring that did anything this interval, with the
+ * drain threads' longest gap between passes; *rows: how many. */
+static int slot_rows(tb_collector *c, int half, double start, const uint64_t *drops,
+		     int64_t gap_ns, int *rows)
+{
+	int rc = 0;
+	*rows = 0;
+	for (uint32_t i = 0; rc == 0 && i < c->seg.layout.slot_count; i++) {
+		tb_slot_follow *f = &c->slots[i];
+		tb_ring_tally *t = &f->tally[half];
+		bool quarantined = __atomic_load_n(&f->quarantined, __ATOMIC_ACQUIRE);
+		if (!t->events && !t->folded && !drops[i] && !t->bad_events && !quarantined)
+			continue;
+		char thread[TB_THREAD_NAME_MAX], name[96];
+		memcpy(thread, tb_seg_slot(&c->seg, i)->thread_name, sizeof(thread));
+		thread[sizeof(thread) - 1] = '\0';
+		for (char *p = thread; *p; p++) {
+			if (*p == ',' || *p < ' ')
+				*p = '_';
+		}
+		snprintf(name, sizeof(name), "ring%u:%d:%s%s", i, (int)f->pid, thread,
+			 quarantined ? ":quarantined" : "");
+		tb_metric_counts mc = {.events = t->events + t->folded, .folded = t->folded};
+		sidecar_extra x = no_extra;
+		x.dropped = drops[i];
+		x.high_water = t->high_water;
+		x.gap_ns = gap_ns;
+		rc = sidecar_row(&c->closer.side, start, "ring", name, &mc, &x);
+		++*rows;
+		if (rc == 0 && t->bad_events) {
+			tb_metric_counts bad = {.events = t->bad_events};
+			rc = sidecar_row(&c->closer.side, start, "ring-bad-events", name, &bad, &no_extra);
+		}
+		memset(t, 0, sizeof(*t));
+	}
+	return rc;
+}
+
+/* A row per drain thread: the events it took since the last close, its
+ * longest pass, its longest gap between passes and the part of that gap
+ * it ran itself (tb_drain_stalls). Returns the longest wall gap. */
+static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
+{
+	int rc = 0;
+	*longest_gap = 0;
+	for (uint32_t k = 0; rc == 0 && k < c->ndrainers; k++) {
+		tb_drainer *d = &c->drainers[k];
+		tb_drain_stalls s = {
+			.longest_pass_ns = __atomic_exchange_n(&d->stalls.longest_pass_ns, 0, __ATOMIC_RELAXED),
+			.longest_gap_ns = __atomic_exchange_n(&d->stalls.longest_gap_ns, 0, __ATOMIC_RELAXED),
+			.longest_self_gap_ns =
+				__atomic_exchange_n(&d->stalls.longest_self_gap_ns, 0, __ATOMIC_RELAXED),
+		};
+		uint64_t total = __atomic_load_n(&d->events_total, __ATOMIC_RELAXED);
+		tb_metric_counts mc = {.events = total - c->closer.drained_seen[k]};
+		c->closer.drained_seen[k] = total;
+		if (s.longest_gap_ns > *longest_gap)
+			*longest_gap = s.longest_gap_ns;
+		if (s.longest_self_gap_ns > c->closer.longest_self_gap_ns)
+			c->closer.longest_self_gap_ns = s.longest_self_gap_ns;
+		char name[32];
+		snprintf(name, sizeof(name), "drain%u:cpu%d", k, d->cpu);
+		sidecar_extra x = no_extra;
+		x.gap_ns = s.longest_gap_ns;
+		x.pass_ns = s.longest_pass_ns;
+		x.self_gap_ns = s.longest_self_gap_ns;
+		rc = sidecar_row(&c->closer.side, start, "drain", name, &mc, &x);
+	}
+	return rc;
+}
+
+/* The interval's counts per metric: every drain thread's for the half,
+ * and what the fast path recorded into the series halves. */
+static void sum_counts(tb_collector *c, int half)
+{
+	uint32_t metrics = c->seg.layout.metric_capacity;
+	tb_metric_counts *sum = c->closer.sum;
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		tb_metric_counts *dc = c->drainers[k].counts[half];
+		for (uint32_t m = 0; m < metrics; m++) {
+			sum[m].events += dc[m].events;
+			sum[m].negative += dc[m].negative;
+			sum[m].late += dc[m].late;
+			sum[m].clamped += dc[m].clamped;
+			sum[m].unmatched_start += dc[m].unmatched_start;
+			sum[m].unmatched_end += dc[m].unmatched_end;
+			sum[m].folded += dc[m].folded;
+			sum[m].ahead += dc[m].ahead;
+		}
+		memset(dc, 0, metrics * sizeof(*dc));
+	}
+	tb_series_fold_events(c, half, sum);
+}
+
+/* One metric: merge, publish, log line, sidecar row. */
+static int close_metric(tb_collector *c, uint16_t m, int half, double base, int64_t length_ns,
+			uint64_t bus_drops, int64_t gap_ns)
+{
+	tb_metric_counts *mc = &c->closer.sum[m];
+	int64_t start = c->closer.start_ns;
+	double start_sec = (double)start / 1e9;
+	char tag[TB_METRIC_NAME_MAX + 16];
+	merge_metric(c, m, half);
+	metric_tag(c, m, tag, sizeof(tag));
+	uint8_t *frame = NULL;
+	size_t frame_len = 0;
+	int rc = encode_merged(c, &frame, &frame_len);
+	if (rc < 0)
+		return rc;
+	publish_live(c, m, start, length_ns, bus_drops, gap_ns, mc->folded, frame, frame_len);
+	const tb_hist *merged = &c->closer.merged;
+	tb_growbuf *log = &c->closer.log;
+	if (tb_hist_total(merged) > 0) {
+		if (reserve(log, tb_log_line_bound(merged)) < 0)
+			return -ENOMEM;
+		int n = tb_log_format_line_frame(log->p + log->len, log->cap - log->len, tag,
+						 start_sec - base, (double)length_ns / 1e9,
+						 tb_hist_max(merged), frame, frame_len);
+		if (n < 0)
+			return n;
+		log->len += (size_t)n;
+	}
+	return sidecar_row(&c->closer.side, start_sec, "metric", tag, mc, &no_extra);
+}
+
+bool tb_closer_due(const tb_collector *c)
+{
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		if (__atomic_load_n(&c->drainers[k].acked_start_ns, __ATOMIC_ACQUIRE) <= c->closer.start_ns)
+			return false;
+	}
+	return true;
+}
+
+/* Tests: a closer made slow on purpose (tb_collector_config.test_close_delay_ns). */
+static void test_delay(const tb_collector *c)
+{
+	int64_t ns = c->cfg.test_close_delay_ns;
+	if (ns <= 0)
+		return;
+	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+	nanosleep(&ts, NULL);
+}
+
+int tb_closer_close(tb_collector *c, int64_t length_ns)
+{
+	struct tb_closer *k = &c->closer;
+	int half = k->half;
+	double base = tb_writer_begin_interval(c->writer, k->start_ns);
+	double start_sec = (double)k->start_ns / 1e9;
+	uint32_t metrics = c->seg.layout.metric_capacity;
+	test_delay(c);
+	memset(k->sum, 0, metrics * sizeof(*k->sum));
+	uint64_t drops[c->seg.layout.slot_count];
+	/* folds before the ring rows, which show them */
+	uint64_t fresh_drops = take_drops_and_folds(c, half, drops);
+	uint64_t bus_drops = fresh_drops + k->drops_carried;
+	uint32_t published = 0;
+	k->log.len = k->side.len = 0;
+	int64_t drain_gap;
+	int rc = drain_rows(c, start_sec, &drain_gap);
+	if (drain_gap > k->longest_gap_ns)
+		k->longest_gap_ns = drain_gap;
+	int rows;
+	int64_t gap_ns = k->longest_gap_ns; /* what this close reports */
+	if (rc == 0)
+		rc = slot_rows(c, half, start_sec, drops, gap_ns, &rows);
+	/* reported: the next rows start afresh. Not reported (no ring did
+	 * anything): kept for the next close's rows, and no further, so that
+	 * a stall that straddles a close still shows beside the rings read
+	 * after it, and one on a quiet bus is not shown beside later traffic */
+	if (rows > 0 || k->gap_kept) {
+		k->longest_gap_ns = 0;
+		k->gap_kept = false;
+	} else {
+		k->gap_kept = true;
+	}
+	sum_counts(c, half);
+	tb_series_settle_bounds(c, half);
+	for (uint32_t m = 0; rc == 0 && m < metrics; m++) {
+		tb_metric_counts *mc = &k->sum[m];
+		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
+			rc = close_metric(c, (uint16_t)m, half, base, length_ns, bus_drops, gap_ns);
+			published++;
+		}
+	}
+	/* this close's drops, shown with no metric: with the next close's, once */
+	k->drops_carried = published ? 0 : fresh_drops;
+	if (rc == 0 && k->side.len)
+		rc = tb_writer_append_sidecar(c->writer, k->side.p, k->side.len);
+	if (rc == 0 && k->log.len)
+		rc = tb_writer_append_log(c->writer, k->log.p, k->log.len);
+	if (rc == 0)
+		rc = tb_writer_end_interval(c->writer);
+	/* the closed half is given back empty (merge_metric emptied every
+	 * series that recorded; this catches any it could not) */
+	uint32_t n = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
+	for (uint32_t s = 0; s < n; s++) {
+		if (tb_hist_total(&c->series[s].hist[half]))
+			tb_hist_reset(&c->series[s].hist[half]);
+	}
+	/* release: the emptied half and counts happen before a drain thread
+	 * counts into them again */
+	__atomic_store_n(&c->freed_start_ns, k->start_ns, __ATOMIC_RELEASE);
+	k->start_ns += c->cfg.interval_ns;
+	k->half ^= 1;
+	tb_seg_header *h = (tb_seg_header *)c->seg.base;
+	__atomic_store_n(&h->intervals_published, h->intervals_published + 1, __ATOMIC_RELEASE);
+	return rc;
+}
+
+int tb_closer_init(tb_collector *c)
+{
+	struct tb_closer *k = &c->closer;
+	int rc = tb_hist_init(&k->merged, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
+			      TB_HIST_DEFAULT_SIG_DIGITS);
+	if (rc < 0)
+		return rc;
+	k->scratch_cap = tb_v2_inner_bound(&k->merged) + tb_v2_frame_bound(&k->merged);
+	k->scratch = malloc(k->scratch_cap);
+	k->sum = calloc(c->seg.layout.metric_capacity, sizeof(tb_metric_counts));
+	k->fold_grew = malloc(TB_FOLD_COUNTS * sizeof(uint64_t));
+	k->drained_seen = calloc(c->ndrainers, sizeof(uint64_t));
+	if (!k->scratch || !k->sum || !k->fold_grew || !k->drained_seen)
+		return -ENOMEM;
+	return 0;
+}
+
+void tb_closer_free(tb_collector *c)
+{
+	struct tb_closer *k = &c->closer;
+	tb_hist_free(&k->merged);
+	free(k->scratch);
+	free(k->sum);
+	free(k->fold_grew);
+	free(k->drained_seen);
+	free(k->log.p);
+	free(k->side.p);
+}

@@ -1,0 +1,185 @@
+/* slots.c - which producer slots the collector follows, and their life cycle.
+ *
+ * Every byte a producer can write is untrusted here. Following a slot means
+ * keeping our own consumer index for its ring and our own copy of its
+ * owner; the producer's position hint (p_tail) is only compared against our
+ * index: an honest producer's is within one ring of it, so one further off,
+ * or a ring header whose size or mask is not the layout's, means the ring
+ * is corrupt. It is quarantined (reported, never read again) and the other
+ * rings go on.
+ *
+ * Slot life cycle. The run loop looks at every slot at housekeeping (every
+ * 100 ms) and asks the drain thread holding a slot to hand it back to
+ * producers (`release`, which that thread carries out in drain.c):
+ *   LIVE, owner process gone  -> release (its ring drained first)
+ *   DETACHED                  -> release (its ring drained first)
+ *   CLAIMED for too long by a dead process -> release
+ *   QUARANTINED, owner gone   -> release
+ *   LIVE with a new generation -> follow again (a new owner we did not see come)
+ * A LIVE slot not yet followed is followed by its holder at its next pass.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector.h"
+
+/* A process that claimed a slot and has not published it within this long
+ * has died in tb_attach. */
+#define CLAIM_TIMEOUT_NS 1000000000LL
+
+/* Whether the slot's owner still runs. kill(pid, 0) says in a microsecond
+ * whether the pid is gone; whether it is still the owner's, not reused,
+ * takes its start time from /proc/<pid>/stat, so that is read only every
+ * OWNER_RECHECK'th look: a pid is reused only after its owner died, and
+ * noticing that within a second is soon enough. */
+#define OWNER_RECHECK 10
+
+void tb_slots_quarantine(tb_collector *c, uint32_t i, const char *reason)
+{
+	tb_slot_follow *f = &c->slots[i];
+	if (f->quarantined)
+		return;
+	snprintf(f->reason, sizeof(f->reason), "%s", reason);
+	__atomic_store_n(&f->quarantined, true, __ATOMIC_RELEASE);
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
+	fprintf(stderr, "tailbusd: ring %u (pid %d) quarantined: %s\n", i, (int)f->pid, reason);
+}
+
+/* Take the slot's owner as the producer wrote it (untrusted: used only to
+ * see whether it still runs). */
+static void take_owner(tb_slot_follow *f, const tb_slot *s)
+{
+	f->pid = s->pid;
+	f->pid_start_time = s->pid_start_time;
+	f->owner_looks = 0;
+}
+
+static bool owner_alive(tb_slot_follow *f)
+{
+	if (f->pid <= 0)
+		return false;
+	if (kill(f->pid, 0) < 0 && errno == ESRCH)
+		return false;
+	if (f->owner_looks++ % OWNER_RECHECK != 0)
+		return true;
+	uint64_t start = tb_proc_start_time(f->pid);
+	return start != 0 && (f->pid_start_time == 0 || start == f->pid_start_time);
+}
+
+bool tb_slots_hint_in_range(const tb_collector *c, const tb_slot_follow *f, uint32_t i,
+			    uint32_t *hint, uint32_t *ahead)
+{
+	const ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
+	uint32_t cap = c->seg.layout.ring_capacity;
+	*hint = prod;
+	*ahead = prod - f->cons;
+	if (*ahead <= cap)
+		return true;
+	/* we may have read past it, by at most one ring, too */
+	*ahead = 0;
+	return -(prod - f->cons) <= cap;
+}
+
+/* Nothing but the segment's ring set-up writes the ring's size and mask. */
+bool tb_slots_header_intact(const tb_collector *c, uint32_t i)
+{
+	const ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	return ring->size == c->seg.layout.ring_capacity &&
+	       ring->mask == c->seg.layout.ring_capacity - 1;
+}
+
+void tb_slots_follow(tb_collector *c, uint32_t i)
+{
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	tb_slot_follow *f = &c->slots[i];
+	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	pthread_mutex_lock(&c->slot_lock);
+	f->quarantined = false;
+	f->generation = s->generation;
+	take_owner(f, s);
+	/* drops already reported (by us or a collector before us); untrusted */
+	uint64_t dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
+	uint64_t reported = __atomic_load_n(&s->dropped_reported, __ATOMIC_RELAXED);
+	f->dropped_seen = reported <= dropped ? reported : dropped;
+	f->cons = __atomic_load_n(&ring->c_head, __ATOMIC_ACQUIRE);
+	f->folds_unsure = true; /* its lanes are read whole at the next close */
+	__atomic_store_n(&f->followed, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&c->slot_lock);
+	uint32_t hint, ahead;
+	if (!tb_slots_hint_in_range(c, f, i, &hint, &ahead))
+		tb_slots_quarantine(c, i, "ring indices out of range at attach");
+	else if (!tb_slots_header_intact(c, i))
+		tb_slots_quarantine(c, i, "ring header does not match the segment's layout");
+}
+
+uint64_t tb_slots_drops(tb_collector *c, uint32_t i)
+{
+	uint64_t now = __atomic_load_n(&tb_seg_slot(&c->seg, i)->dropped, __ATOMIC_RELAXED);
+	tb_slot_follow *f = &c->slots[i];
+	/* a new owner restarts the counter at 0 */
+	uint64_t delta = now >= f->dropped_seen ? now - f->dropped_seen : now;
+	f->dropped_seen = now;
+	__atomic_store_n(&tb_seg_slot(&c->seg, i)->dropped_reported, now, __ATOMIC_RELAXED);
+	return delta;
+}
+
+static void ask_release(tb_slot_follow *f)
+{
+	__atomic_store_n(&f->release, TB_RELEASE_FREE, __ATOMIC_RELEASE);
+}
+
+/* The owner fields the run loop reads were written by the holder when it
+ * followed the slot (before publishing `followed` with release). */
+static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
+{
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	tb_slot_follow *f = &c->slots[i];
+	if (__atomic_load_n(&f->release, __ATOMIC_ACQUIRE))
+		return; /* asked already */
+	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	bool followed = __atomic_load_n(&f->followed, __ATOMIC_ACQUIRE);
+	switch (state) {
+	case TB_SLOT_LIVE:
+		if (followed && f->generation != s->generation)
+			__atomic_store_n(&f->release, TB_RELEASE_REFOLLOW, __ATOMIC_RELEASE);
+		else if (followed && !owner_alive(f))
+			ask_release(f);
+		else if (followed && !__atomic_load_n(&f->quarantined, __ATOMIC_ACQUIRE) &&
+			 !tb_slots_header_intact(c, i))
+			ask_release(f); /* the holder quarantines it first (drain.c) */
+		break;
+	case TB_SLOT_DETACHED:
+		ask_release(f);
+		break;
+	case TB_SLOT_CLAIMED:
+		if ((int64_t)(now - (int64_t)s->attached_ns) > CLAIM_TIMEOUT_NS && s->attached_ns &&
+		    tb_proc_start_time(s->pid) == 0)
+			ask_release(f);
+		break;
+	case TB_SLOT_QUARANTINED:
+		if (!followed && !f->pid) {
+			/* quarantined before this collector started: learn whose it
+			 * is (untrusted, used only to see whether it still runs) */
+			take_owner(f, s);
+			if (f->pid <= 0) /* no owner to wait for */
+				f->pid = -1;
+		}
+		if (f->pid && !owner_alive(f))
+			ask_release(f);
+		break;
+	default:
+		break;
+	}
+}
+
+void tb_slots_housekeep(tb_collector *c, int64_t now)
+{
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
+		housekeep_slot(c, i, now);
+	tb_seg_header *h = (tb_seg_header *)c->seg.base;
+	__atomic_store_n(&h->collector_heartbeat_ns, now, __ATOMIC_RELEASE);
+}
