@@ -42,7 +42,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* The 48-bit sequence field of a START/END event (DESIGN.md sec 5). */
+/* The table keeps 48 bits of the 47-bit sequence field (docs/design.md, Events). */
 #define SEQ_BITS 48
 #define SEQ_MASK ((UINT64_C(1) << SEQ_BITS) - 1)
 

@@ -1,6 +1,6 @@
 /* hist.c - HDR histogram layout, recording, merging and summary figures.
  *
- * The layout is HdrHistogram's (../shared/HDR_FORMAT.md sec 1). A value v is
+ * The layout is HdrHistogram's (docs/formats.md, HDR histogram layout). A value v is
  * placed by two integers: the bucket b, which is the power of two v falls in
  * above the first bucket, and the sub-bucket sb = v >> (b + unit_magnitude).
  * Bucket 0 uses all sub_bucket_count sub-buckets; every later bucket uses only

@@ -35,7 +35,7 @@
 
 #define INTERVALS 20
 #define INTERVAL_SEC 1.0
-/* Sun Nov 30 18:00:00 UTC 2025, the example in shared/HDR_FORMAT.md sec 4. */
+/* Sun Nov 30 18:00:00 UTC 2025, the example in docs/formats.md, Interval log. */
 #define START_TIME_SEC 1764525600.0
 #define PRNG_SEED 0x7461696c62757321ULL /* "tailbus!" */
 #define LOG_COMMENT "Written by tailbus gen_log for the interop tests"

@@ -31,7 +31,7 @@
 #include "tailbus/hist.h"
 #include "tailbus/log.h"
 
-/* Sun Nov 30 18:00:00 UTC 2025, the example in shared/HDR_FORMAT.md sec 4. */
+/* Sun Nov 30 18:00:00 UTC 2025, the example in docs/formats.md, Interval log. */
 #define START_TIME_SEC 1764525600.0
 #define INTERVAL_SEC 1.0
 #define TAGS_MAX 8

@@ -1,6 +1,6 @@
 /* test_hist.c - the histogram layout, recording rules and figures.
  *
- * Numbers come from ../shared/HDR_FORMAT.md and the HdrHistogram test suites
+ * Numbers come from docs/formats.md and the HdrHistogram test suites
  * ("raw" and "cor" fixtures), so a layout or rounding that differs from the
  * reference by one bucket fails here.
  */

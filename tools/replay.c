@@ -25,7 +25,7 @@
  *
  * --correct-co I re-records every bucket (its highest equivalent value v,
  * count c) of each interval as c samples of v back-filled with expected
- * interval I (tb_hist_record_corrected's rule, HDR_FORMAT.md sec 6; what
+ * interval I (tb_hist_record_corrected's rule, docs/formats.md; what
  * Java's copyCorrectedForCoordinatedOmission does). That is only right for
  * data from a closed-loop client, so it is refused on a log whose header
  * carries the open-loop mark (every tailbusd log), except on tags ending in

@@ -21,7 +21,7 @@
  *           producer running at the same time. Between drain (in cache) and
  *           the cross-process test (both at once), it isolates what the
  *           cache-line transfers alone cost.
- *   close   CLOSE_RINGS rings x CLOSE_METRICS metrics (DESIGN.md sec 8's
+ *   close   CLOSE_RINGS rings x CLOSE_METRICS metrics (docs/design.md's
  *           per-second housekeeping case). Untimed: fill every ring to its
  *           capacity - 1 events over all metrics, drain everything, reap the
  *           log writer's finished writes (tailbusd does that every 100 ms).

@@ -2,7 +2,7 @@
  * multiples of a baseline measured in the same run.
  *
  * Operations (all on the collector's default layout, 1 ns .. 1 h at 3
- * significant digits, 33792 counters, DESIGN.md sec 6):
+ * significant digits, 33792 counters, docs/formats.md):
  *   baseline    one register increment per iteration, kept by an empty asm
  *               statement the compiler must assume reads and writes it: the
  *               floor any loop here pays (about one cycle);

@@ -348,8 +348,8 @@ def write_results(path, work, table, verdict_lines, verdict_text, verdicts, mode
     doc = [
         "# Observer effect: tailbus recording on vs off",
         "",
-        "Written by `bench/observer/run%s` (DESIGN.md sec 8: \"an engine at a fixed rate with "
-        "tailbus on vs off shows no measurable change in its own p99.9\")." % (
+        "Written by `bench/observer/run%s` (docs/design.md, Performance targets: an engine at a fixed "
+        "rate shows no change in its own p99.9, recording on vs off, beyond run-to-run spread)." % (
             " --quick" if quick else ""),
         "",
         "`tailbus load --rate %d --service-ns %d --duration %s --warmup %s --cpu %s "

@@ -5,7 +5,7 @@
  * an inner buffer: a 40-byte big-endian header (cookie, payload length,
  * normalizing offset, S, L, H, conversion ratio) followed by the counts from
  * index 0 to the index of the maximum, as ZigZag LEB128-64b9B words where a
- * run of k >= 2 zeros is written as -k. ../shared/HDR_FORMAT.md section 3 is
+ * run of k >= 2 zeros is written as -k. docs/formats.md, V2 encoding, is
  * the specification; the golden bytes there are pinned in tests/test_codec.c.
  *
  * Encoders write into caller buffers sized with the *_bound() functions and

@@ -6,7 +6,7 @@
  * two, each split into 2^(half_mag+1) sub-buckets, so the relative error of any
  * recorded value stays under 10^-S. The counts array is laid out index for
  * index like HdrHistogram (Java and C), so the V2 encoding of our counts is
- * byte-compatible with theirs (see ../shared/HDR_FORMAT.md section 1).
+ * byte-compatible with theirs (see docs/formats.md, HDR histogram layout).
  *
  * Invariants:
  *   - total == sum(counts); min_raw/max_raw are the smallest non-zero and the
@@ -36,7 +36,7 @@ extern "C" {
 #define TB_HIST_MAX_SIG_DIGITS 5
 #define TB_HIST_MAX_MAGNITUDE 62
 
-/* The collector's default range: 1 ns .. 1 hour at 3 digits (DESIGN.md sec 6). */
+/* The collector's default range: 1 ns .. 1 hour at 3 digits (docs/design.md, The collector). */
 #define TB_HIST_DEFAULT_LOWEST 1
 #define TB_HIST_DEFAULT_HIGHEST 3600000000000LL
 #define TB_HIST_DEFAULT_SIG_DIGITS 3
@@ -126,7 +126,7 @@ static inline int tb_hist_record(tb_hist *h, int64_t value)
 {
 	return tb_hist_record_n(h, value, 1);
 }
-/* Coordinated-omission back-fill (HDR_FORMAT.md sec 6): record value, then
+/* Coordinated-omission back-fill (docs/formats.md): record value, then
  * value - I, value - 2I, ... while >= I. I <= 0 means no correction. */
 int tb_hist_record_corrected(tb_hist *h, int64_t value, int64_t interval);
 
@@ -156,7 +156,7 @@ int tb_hist_subtract(tb_hist *dst, const tb_hist *src);
  * the total would pass INT64_MAX. */
 int tb_hist_set_count_at_index(tb_hist *h, int32_t index, int64_t count);
 
-/* Layout arithmetic (HDR_FORMAT.md sec 1). Values must be >= 0. */
+/* Layout arithmetic (docs/formats.md, HDR histogram layout). Values must be >= 0. */
 int32_t tb_hist_index_of(const tb_hist *h, int64_t value);
 int64_t tb_hist_value_at_index(const tb_hist *h, int32_t index);
 int64_t tb_hist_size_of_range(const tb_hist *h, int64_t value);

@@ -24,7 +24,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures" / "hdrhistogram"
 CORPUS = HERE / "corpus"
 
-# HDR_FORMAT.md section 3: the golden payload of the "raw" fixture
+# docs/formats.md, V2 encoding: the golden payload of the "raw" fixture
 # (L=1, H=3.6e9, S=3; 10000 x 1000 and one 1e8).
 GOLDEN_B64 = b"HISTFAAAACl4nJNpmSzMwMDAyQABzFCaEURcm7yEwf4DROA8/4I5jNM7mJgAjtkHzg=="
 V2_INNER_COOKIE = 0x1C849313

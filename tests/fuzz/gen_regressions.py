@@ -29,7 +29,7 @@ INT32_MAX = 2**31 - 1
 
 
 def zigzag_leb128_9b(v):
-    """HDR_FORMAT.md sec 3: ZigZag, then 7 bits per byte for 8 bytes, then 8."""
+    """docs/formats.md, V2 encoding: ZigZag, then 7 bits per byte for 8 bytes, then 8."""
     u = ((v << 1) ^ (v >> 63)) & (2**64 - 1)
     out = bytearray()
     for _ in range(8):
