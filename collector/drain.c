@@ -89,7 +89,7 @@ static bool owner_alive(tb_slot_follow *f)
 /* The producer's position hint is at most one ring ahead of our index (we
  * may have read past it, by at most one ring, too). Records the backlog it
  * shows in the high-water mark. */
-static bool hint_in_range(tb_collector *c, tb_slot_follow *f, const ck_ring_t *ring, uint32_t *hint)
+static bool hint_in_range(tb_collector *c, tb_slot_follow *f, const tb_ring_header *ring, uint32_t *hint)
 {
 	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
 	uint32_t ahead = prod - f->cons, cap = c->seg.layout.ring_capacity;
@@ -102,8 +102,8 @@ static bool hint_in_range(tb_collector *c, tb_slot_follow *f, const ck_ring_t *r
 	return -ahead <= cap;
 }
 
-/* Nothing but ck_ring_init writes the ring's size and mask. */
-static bool header_intact(const tb_collector *c, const ck_ring_t *ring)
+/* Nothing but tb_ring_header_init writes the ring's size and mask. */
+static bool header_intact(const tb_collector *c, const tb_ring_header *ring)
 {
 	return ring->size == c->seg.layout.ring_capacity &&
 	       ring->mask == c->seg.layout.ring_capacity - 1;
@@ -113,7 +113,7 @@ static void follow(tb_collector *c, uint32_t i)
 {
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	tb_slot_follow *f = &c->slots[i];
-	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	tb_ring_header *ring = tb_seg_ring(&c->seg, i);
 	f->followed = true;
 	f->quarantined = false;
 	f->generation = s->generation;
@@ -406,7 +406,7 @@ static uint32_t drain_slot(tb_collector *c, uint32_t i, uint32_t limit, int64_t 
 			   bool whole_only)
 {
 	tb_slot_follow *f = &c->slots[i];
-	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	tb_ring_header *ring = tb_seg_ring(&c->seg, i);
 	uint32_t hint;
 	if (!hint_in_range(c, f, ring, &hint)) {
 		quarantine(c, i, "producer index out of range (more events than the ring holds)");

@@ -47,6 +47,13 @@
 
 #include "tailbus/seg_abi.h"
 
+/* tb_now() reads CLOCK_MONOTONIC, which <time.h> declares only when POSIX
+ * is asked for: the gnu* standards (gcc's and clang's default) and C++ do;
+ * strict -std=c11 or c17 needs -D_POSIX_C_SOURCE=200809L (or _GNU_SOURCE). */
+#ifndef CLOCK_MONOTONIC
+#error "tailbus/producer.h needs POSIX clocks: build with -std=gnu11 (or later), or define _POSIX_C_SOURCE=200809L before any #include"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -88,7 +95,7 @@ typedef struct tb_producer {
 	uint64_t lap;
 	/* cold */
 	tb_event *events;   /* the ring's slot array, NULL for a no-op handle */
-	ck_ring_t *ring;    /* the ring's header, just before `events` */
+	tb_ring_header *ring;    /* the ring's header, just before `events` */
 	uint32_t lap_start; /* ring index of events[0] in the current pass */
 	uint32_t mask;      /* slots - 1 */
 	unsigned log2;      /* log2(slots) */
