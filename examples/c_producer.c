@@ -8,8 +8,11 @@
  * 1000 us in turn, so a reader of the collector's log can check what it
  * finds: COUNT events, the largest 1000 us (once COUNT reaches 1000).
  *
- * It prints "attempted written dropped folded" and exits 1 when the bus
- * could not be reached (tb_producer_error says why) or an event was lost.
+ * It warns when no collector serves the bus (a mistyped name, or tailbusd
+ * not started: the events wait in the ring, and a full ring folds or drops
+ * them), prints "attempted written dropped folded", and exits 1 when the
+ * bus could not be reached (tb_producer_error says why) or an event was
+ * lost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,8 @@ int main(int argc, char **argv)
 		tb_detach(p);
 		return 1;
 	}
+	if (tb_producer_collector(p, &why) != TB_COLLECTOR_SERVING)
+		fprintf(stderr, "c_producer: warning: bus %s: %s\n", bus ? bus : "(default)", why);
 	tb_metric_t fill = tb_metric(p, "c_fill");
 	for (long i = 0; i < count; i++) {
 		uint64_t done = tb_now(p);

@@ -10,8 +10,11 @@
 // the collector's log can check what it finds: COUNT events, the largest
 // 1000 us (once COUNT reaches 1000).
 //
-// It prints "attempted written dropped folded" and exits 1 when the bus
-// could not be reached (tb_producer_error says why) or an event was lost.
+// It warns when no collector serves the bus (a mistyped name, or tailbusd
+// not started: the events wait in the ring, and a full ring folds or drops
+// them), prints "attempted written dropped folded", and exits 1 when the
+// bus could not be reached (tb_producer_error says why) or an event was
+// lost.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +43,13 @@ public:
 			return "out of memory";
 		const char *why = nullptr;
 		return tb_producer_error(p_, &why) == 0 ? std::string() : std::string(why ? why : "unknown");
+	}
+	// Empty while a collector serves the bus; else what is the matter.
+	std::string collector() const
+	{
+		const char *why = nullptr;
+		return tb_producer_collector(p_, &why) == TB_COLLECTOR_SERVING ? std::string()
+									: std::string(why ? why : "unknown");
 	}
 	tb_metric_t metric(const char *name) { return tb_metric(p_, name); }
 	std::uint64_t now() const { return tb_now(p_); }
@@ -72,6 +82,10 @@ int main(int argc, char **argv)
 			     bus ? bus : "(default)", err.c_str());
 		return 1;
 	}
+	std::string unserved = rec.collector();
+	if (!unserved.empty())
+		std::fprintf(stderr, "cpp_producer: warning: bus %s: %s\n", bus ? bus : "(default)",
+			     unserved.c_str());
 	tb_metric_t fill = rec.metric("cpp_fill");
 	for (long i = 0; i < count; i++) {
 		std::uint64_t done = rec.now();

@@ -23,10 +23,12 @@ log_has() {
 }
 
 # run_example BUS PROGRAM NAME COUNT: the example prints its counters, all
-# written, none dropped
+# written, none dropped, and no warning (tailbusd serves the bus)
 run_example() {
 	local bus=$1 prog=$2 name=$3 count=$4 out
-	out=$(TAILBUS_DIR="$tmp/$bus/seg" "$prog" "$bus" "$count") || { echo "  $name exited $?: $out"; return 1; }
+	out=$(TAILBUS_DIR="$tmp/$bus/seg" "$prog" "$bus" "$count" 2>"$tmp/$name.$bus.err") ||
+		{ echo "  $name exited $?: $out"; cat "$tmp/$name.$bus.err"; return 1; }
+	[[ ! -s $tmp/$name.$bus.err ]] || { echo "  $name on a served bus:"; cat "$tmp/$name.$bus.err"; return 1; }
 	expect_eq "$name attempted written dropped folded" "$out" "$count $count 0 0"
 }
 
@@ -55,6 +57,28 @@ both_at_once() {
 	log_has $bus c_fill 50000 && log_has $bus cpp_fill 50000
 }
 check "both examples at once, in two processes on one bus" both_at_once
+
+# A bus that no collector serves: the examples record (the events wait in
+# the ring) and warn, naming the bus; once tailbusd comes it takes them, and
+# after it stops the warning says so
+unserved() {
+	local bus=typo out err
+	mkdir -p "$tmp/$bus/seg" "$tmp/$bus/log"
+	out=$(TAILBUS_DIR="$tmp/$bus/seg" "$TB_C_PRODUCER" $bus 1000 2>"$tmp/err") || { echo "  c_producer: $out"; return 1; }
+	grep -q "^c_producer: warning: bus typo: no collector has this bus yet" "$tmp/err" ||
+		{ echo "  c_producer said:"; cat "$tmp/err"; return 1; }
+	out=$(TAILBUS_DIR="$tmp/$bus/seg" "$TB_CPP_PRODUCER" $bus 1000 2>"$tmp/err") || { echo "  cpp_producer: $out"; return 1; }
+	grep -q "^cpp_producer: warning: bus typo: no collector has this bus yet" "$tmp/err" ||
+		{ echo "  cpp_producer said:"; cat "$tmp/err"; return 1; }
+	start_collector $bus || return 1
+	sleep 0.3
+	stop_collector "$cpid" || return 1
+	log_has $bus c_fill 1000 && log_has $bus cpp_fill 1000 || return 1
+	out=$(TAILBUS_DIR="$tmp/$bus/seg" "$TB_C_PRODUCER" $bus 1000 2>"$tmp/err") || { echo "  c_producer: $out"; return 1; }
+	grep -q "^c_producer: warning: bus typo: the bus's collector has stopped" "$tmp/err" ||
+		{ echo "  c_producer after tailbusd stopped said:"; cat "$tmp/err"; return 1; }
+}
+check "a bus no collector serves: the examples warn, and tailbusd later takes the events" unserved
 
 # An example whose bus cannot be reached says so and exits 1
 unreachable() {

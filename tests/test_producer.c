@@ -466,6 +466,55 @@ static void test_noop_handle(void **state)
 	tb_detach(p);
 }
 
+/* What tb_producer_collector says as the collector's fields in the header
+ * go through their states, the test writing them as tailbusd does: none
+ * yet on a new segment (a mistyped bus name), serving while the heartbeat
+ * is fresh, silent once it is older than TB_COLLECTOR_SILENT_NS, stopped
+ * when the pid is cleared; and a no-op handle's error. */
+static void test_collector_state(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	tb_seg_header *h = (tb_seg_header *)f->seg.base;
+	const char *why = NULL;
+	assert_int_equal(tb_producer_collector(f->p, &why), TB_COLLECTOR_NONE);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "no collector has this bus yet"));
+
+	int64_t now = (int64_t)tb_now(f->p);
+	h->collector_pid = getpid();
+	h->collector_generation = 1;
+	h->collector_heartbeat_ns = now;
+	assert_int_equal(tb_producer_collector(f->p, &why), TB_COLLECTOR_SERVING);
+	assert_null(why);
+	assert_int_equal(tb_producer_collector(f->p, NULL), TB_COLLECTOR_SERVING);
+
+	h->collector_heartbeat_ns = now - TB_COLLECTOR_SILENT_NS - 100000000;
+	assert_int_equal(tb_producer_collector(f->p, &why), TB_COLLECTOR_SILENT);
+	assert_non_null(strstr(why, "not been heard from"));
+
+	h->collector_pid = 0;
+	assert_int_equal(tb_producer_collector(f->p, &why), TB_COLLECTOR_STOPPED);
+	assert_non_null(strstr(why, "has stopped"));
+
+	/* a later collector serves it again */
+	h->collector_pid = getpid();
+	h->collector_generation = 2;
+	h->collector_heartbeat_ns = (int64_t)tb_now(f->p);
+	assert_int_equal(tb_producer_collector(f->p, NULL), TB_COLLECTOR_SERVING);
+
+	/* recording went on all along: the state is not an error */
+	assert_int_equal(tb_producer_error(f->p, NULL), 0);
+
+	tb_producer *noop = tb_attach("no/such bus", "t"); /* not a bus name */
+	assert_non_null(noop);
+	int err = tb_producer_error(noop, NULL);
+	assert_true(err < 0);
+	assert_int_equal(tb_producer_collector(noop, &why), err);
+	assert_non_null(why);
+	tb_detach(noop);
+}
+
 /* tb_ring_header keeps ck_ring_t's byte layout, which segments made before
  * it was named have: the same offsets for every field and the same size, so
  * the events start on the same line. A ring reset by the library reads, to
@@ -503,6 +552,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fold_lanes, setup, teardown),
 		cmocka_unit_test(test_no_fold_lanes),
 		cmocka_unit_test_setup_teardown(test_ring_header_has_ck_ring_layout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_collector_state, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,9 @@
  *
  * Attaching never aborts the engine: if the bus cannot be reached, tb_attach
  * still returns a handle whose recording is a counted no-op (it is always
- * at its stop and has no ring), and tb_producer_error() says why.
+ * at its stop and has no ring), and tb_producer_error() says why. A bus
+ * that no collector serves (not yet, or no longer) is recorded into all the
+ * same, the events waiting in the ring; tb_producer_collector() says so.
  *
  * The ring's protocol is in seg_abi.h: each event publishes itself by its
  * first word's lap bit, so the common path writes the event's two words and
@@ -129,6 +131,26 @@ void tb_producer_stats_get(const tb_producer *p, tb_producer_stats *st);
 /* 0 when the handle records into a bus, else a negative errno; *why (if
  * given) gets a sentence. */
 int tb_producer_error(const tb_producer *p, const char **why);
+
+/* Whether a collector serves the handle's bus, as the segment's header says
+ * (the collector's pid, its start count, and a heartbeat it writes every
+ * 100 ms). Not an error: start order does not matter, and events recorded
+ * before a collector comes wait in the ring (a full ring folds or drops, and
+ * counts, as ever). But a bus that no collector has ever served is most
+ * often a mistyped name, and an engine should say so. */
+enum tb_collector_state {
+	TB_COLLECTOR_SERVING = 0, /* it beat within the last TB_COLLECTOR_SILENT_NS */
+	TB_COLLECTOR_NONE = 1,    /* no collector has served this bus yet */
+	TB_COLLECTOR_STOPPED = 2, /* the last one stopped (tailbusd exits so) */
+	TB_COLLECTOR_SILENT = 3,  /* one is registered but has not beaten for that
+				   * long: stopped by a signal, stuck or killed */
+};
+/* Twenty of the collector's 100 ms heartbeats. */
+#define TB_COLLECTOR_SILENT_NS INT64_C(2000000000)
+/* Returns an enum tb_collector_state, with *why (if given) a sentence, NULL
+ * when SERVING; or, for a handle that records into no bus, the negative
+ * errno and sentence of tb_producer_error(). Cold path: reads the clock. */
+int tb_producer_collector(const tb_producer *p, const char **why);
 
 #if defined(__GNUC__)
 #define TB_UNLIKELY(x) __builtin_expect(!!(x), 0)
