@@ -110,8 +110,8 @@ typedef struct tb_event {
 } tb_event;
 TB_STATIC_ASSERT(sizeof(tb_event) == 16, "four events per cache line");
 TB_STATIC_ASSERT(TB_METRIC_SHIFT + TB_METRIC_BITS == TB_FIELD_SHIFT &&
-		      TB_FIELD_SHIFT + TB_FIELD_BITS == 64,
-	      "kind, lap, metric and field fill w0");
+			 TB_FIELD_SHIFT + TB_FIELD_BITS == 64,
+		 "kind, lap, metric and field fill w0");
 
 /* The lap bit that marks the event of ring index `index` as written, in a
  * ring of 2^capacity_log2 events. Because the capacity divides 2^32 an even
@@ -229,7 +229,7 @@ typedef struct tb_seg_header {
 } tb_seg_header;
 TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
 TB_STATIC_ASSERT(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 0,
-	      "collector fields on their own line");
+		 "collector fields on their own line");
 
 /* Ring i: a tb_ring_header at rings_off + i * ring_stride, its events
  * TB_RING_HEADER_SIZE bytes after it. The header's indices are free-running
