@@ -340,7 +340,7 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 {
 	tb_collector *c = d->c;
 	tb_slot_follow *f = &c->slots[i];
-	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	tb_ring_header *ring = tb_seg_ring(&c->seg, i);
 	uint32_t hint, ahead;
 	if (!tb_slots_hint_in_range(c, f, i, &hint, &ahead)) {
 		tb_slots_quarantine(c, i, "producer index out of range (more events than the ring holds)");

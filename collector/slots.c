@@ -72,7 +72,7 @@ static bool owner_alive(tb_slot_follow *f)
 bool tb_slots_hint_in_range(const tb_collector *c, const tb_slot_follow *f, uint32_t i,
 			    uint32_t *hint, uint32_t *ahead)
 {
-	const ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	const tb_ring_header *ring = tb_seg_ring(&c->seg, i);
 	uint32_t prod = __atomic_load_n(&ring->p_tail, __ATOMIC_ACQUIRE);
 	uint32_t cap = c->seg.layout.ring_capacity;
 	*hint = prod;
@@ -87,7 +87,7 @@ bool tb_slots_hint_in_range(const tb_collector *c, const tb_slot_follow *f, uint
 /* Nothing but the segment's ring set-up writes the ring's size and mask. */
 bool tb_slots_header_intact(const tb_collector *c, uint32_t i)
 {
-	const ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	const tb_ring_header *ring = tb_seg_ring(&c->seg, i);
 	return ring->size == c->seg.layout.ring_capacity &&
 	       ring->mask == c->seg.layout.ring_capacity - 1;
 }
@@ -96,7 +96,7 @@ void tb_slots_follow(tb_collector *c, uint32_t i)
 {
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	tb_slot_follow *f = &c->slots[i];
-	ck_ring_t *ring = tb_seg_ring(&c->seg, i);
+	tb_ring_header *ring = tb_seg_ring(&c->seg, i);
 	pthread_mutex_lock(&c->slot_lock);
 	f->quarantined = false;
 	f->generation = s->generation;

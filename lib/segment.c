@@ -251,12 +251,11 @@ static int map_existing(tb_seg *s, int fd, int wait_ms, const char **why)
 
 void tb_seg_ring_reset(tb_seg *s, uint32_t i, uint32_t index)
 {
-	ck_ring_t *ring = tb_seg_ring(s, i);
+	tb_ring_header *ring = tb_seg_ring(s, i);
 	tb_event *events = tb_seg_events(s, i);
 	uint32_t cap = s->layout.ring_capacity;
 	unsigned log2 = tb_seg_ring_log2(s);
-	ck_ring_init(ring, cap);
-	ring->c_head = ring->p_tail = ring->p_head = index;
+	tb_ring_header_init(ring, cap, index);
 	for (uint32_t k = 0; k < cap; k++) {
 		/* slot k next holds the first index at or after `index` that maps to it;
 		 * until then it carries the other lap's bit */
@@ -277,7 +276,7 @@ static void init_rings(tb_seg *s)
 	/* a new file reads as zeros: every slot already carries the lap bit
 	 * of "not yet written" for a ring at index 0 (see tb_lap_bit) */
 	for (uint32_t i = 0; i < s->layout.slot_count; i++)
-		ck_ring_init(tb_seg_ring(s, i), s->layout.ring_capacity);
+		tb_ring_header_init(tb_seg_ring(s, i), s->layout.ring_capacity, 0);
 }
 
 static int create_new(tb_seg *s, const char *path, size_t page, const tb_seg_config *cfg,

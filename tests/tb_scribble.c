@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tb_scribble: no live ring for thread '%s'\n", thread ? thread : "");
 		return 1;
 	}
-	ck_ring_t *ring = tb_seg_ring(&s, (uint32_t)i);
+	tb_ring_header *ring = tb_seg_ring(&s, (uint32_t)i);
 	if (!strcmp(what, "indices")) {
 		__atomic_store_n(&ring->p_tail, ring->c_head + s.layout.ring_capacity * 7 + 3, __ATOMIC_RELEASE);
 	} else if (!strcmp(what, "mask")) {

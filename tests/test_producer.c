@@ -9,7 +9,8 @@
  * written, an exact count of written and dropped events (also across the
  * 32-bit wrap of the ring indices, which a busy thread reaches within
  * minutes), the invalid-span encoding, and the no-op handle when the bus
- * cannot be reached.
+ * cannot be reached. And that the ring header keeps the byte layout of
+ * Concurrency Kit's ck_ring_t that segments have always had.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <ck_ring.h>
 #include <cmocka.h>
 
 #include "tailbus/hist.h"
@@ -83,7 +85,7 @@ static void attach(struct fixture *f)
 	assert_int_not_equal(tb_metric_id(f->m), TB_METRIC_NONE_ID);
 }
 
-static ck_ring_t *ring0(struct fixture *f)
+static tb_ring_header *ring0(struct fixture *f)
 {
 	return tb_seg_ring(&f->seg, 0);
 }
@@ -464,6 +466,78 @@ static void test_noop_handle(void **state)
 	tb_detach(p);
 }
 
+/* What tb_producer_collector says as the collector's fields in the header
+ * go through their states, the test writing them as tailbusd does: none
+ * yet on a new segment (a mistyped bus name), serving while the heartbeat
+ * is fresh, silent once it is older than TB_COLLECTOR_SILENT_NS, stopped
+ * when the pid is cleared; and a no-op handle's error. */
+static void test_collector_state(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	tb_seg_header *h = (tb_seg_header *)f->seg.base;
+	const char *why = NULL;
+	assert_int_equal(tb_producer_collector(f->p, &why), TB_COLLECTOR_NONE);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "no collector has this bus yet"));
+
+	int64_t now = (int64_t)tb_now(f->p);
+	h->collector_pid = getpid();
+	h->collector_generation = 1;
+	h->collector_heartbeat_ns = now;
+	assert_int_equal(tb_producer_collector(f->p, &why), TB_COLLECTOR_SERVING);
+	assert_null(why);
+	assert_int_equal(tb_producer_collector(f->p, NULL), TB_COLLECTOR_SERVING);
+
+	h->collector_heartbeat_ns = now - TB_COLLECTOR_SILENT_NS - 100000000;
+	assert_int_equal(tb_producer_collector(f->p, &why), TB_COLLECTOR_SILENT);
+	assert_non_null(strstr(why, "not been heard from"));
+
+	h->collector_pid = 0;
+	assert_int_equal(tb_producer_collector(f->p, &why), TB_COLLECTOR_STOPPED);
+	assert_non_null(strstr(why, "has stopped"));
+
+	/* a later collector serves it again */
+	h->collector_pid = getpid();
+	h->collector_generation = 2;
+	h->collector_heartbeat_ns = (int64_t)tb_now(f->p);
+	assert_int_equal(tb_producer_collector(f->p, NULL), TB_COLLECTOR_SERVING);
+
+	/* recording went on all along: the state is not an error */
+	assert_int_equal(tb_producer_error(f->p, NULL), 0);
+
+	tb_producer *noop = tb_attach("no/such bus", "t"); /* not a bus name */
+	assert_non_null(noop);
+	int err = tb_producer_error(noop, NULL);
+	assert_true(err < 0);
+	assert_int_equal(tb_producer_collector(noop, &why), err);
+	assert_non_null(why);
+	tb_detach(noop);
+}
+
+/* tb_ring_header keeps ck_ring_t's byte layout, which segments made before
+ * it was named have: the same offsets for every field and the same size, so
+ * the events start on the same line. A ring reset by the library reads, to
+ * Concurrency Kit, as an empty ring of the segment's capacity. */
+static void test_ring_header_has_ck_ring_layout(void **state)
+{
+	assert_int_equal(sizeof(tb_ring_header), sizeof(ck_ring_t));
+	assert_int_equal(offsetof(tb_ring_header, c_head), offsetof(ck_ring_t, c_head));
+	assert_int_equal(offsetof(tb_ring_header, p_tail), offsetof(ck_ring_t, p_tail));
+	assert_int_equal(offsetof(tb_ring_header, p_head), offsetof(ck_ring_t, p_head));
+	assert_int_equal(offsetof(tb_ring_header, size), offsetof(ck_ring_t, size));
+	assert_int_equal(offsetof(tb_ring_header, mask), offsetof(ck_ring_t, mask));
+
+	struct fixture *f = *state;
+	tb_seg_ring_reset(&f->seg, 1, 1000);
+	ck_ring_t *ck = (ck_ring_t *)tb_seg_ring(&f->seg, 1);
+	assert_int_equal(ck_ring_capacity(ck), RING_EVENTS);
+	assert_int_equal(ck_ring_size(ck), 0);
+	assert_int_equal(ck->c_head, 1000);
+	assert_int_equal(ck->p_tail, 1000);
+	assert_ptr_equal((uint8_t *)ck + TB_RING_HEADER_SIZE, (uint8_t *)tb_seg_events(&f->seg, 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -477,6 +551,8 @@ int main(void)
 		cmocka_unit_test(test_fold_index_is_hdr_2_digits),
 		cmocka_unit_test_setup_teardown(test_fold_lanes, setup, teardown),
 		cmocka_unit_test(test_no_fold_lanes),
+		cmocka_unit_test_setup_teardown(test_ring_header_has_ck_ring_layout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_collector_state, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

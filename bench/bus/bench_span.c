@@ -82,7 +82,7 @@ struct span_bench {
 	tb_metric_t metric;
 	tb_seg seg;     /* our own mapping of the bus, to reach the ring from outside */
 	bool seg_open;
-	ck_ring_t *ring; /* the handle's ring, found in the segment (bench_seg.h) */
+	tb_ring_header *ring; /* the handle's ring, found in the segment (bench_seg.h) */
 	uint32_t ring_capacity;
 	uint64_t intended[SPAN_VALUES];
 	uint64_t done[SPAN_VALUES];

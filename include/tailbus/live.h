@@ -15,6 +15,10 @@
 #include "tailbus/hist.h"
 #include "tailbus/segment.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TB_LIVE_READ_TRIES 1000
 
 typedef struct tb_live_snapshot {
@@ -33,4 +37,7 @@ int tb_live_read_newest(const tb_seg *s, uint32_t id, tb_live_snapshot *out);
  * only the summary is available, or the errors above (-ERANGE: age too old). */
 int tb_live_read(const tb_seg *s, uint32_t id, uint32_t age, tb_live_interval *summary, tb_hist *h);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -17,7 +17,9 @@
  *
  * Attaching never aborts the engine: if the bus cannot be reached, tb_attach
  * still returns a handle whose recording is a counted no-op (it is always
- * at its stop and has no ring), and tb_producer_error() says why.
+ * at its stop and has no ring), and tb_producer_error() says why. A bus
+ * that no collector serves (not yet, or no longer) is recorded into all the
+ * same, the events waiting in the ring; tb_producer_collector() says so.
  *
  * The ring's protocol is in seg_abi.h: each event publishes itself by its
  * first word's lap bit, so the common path writes the event's two words and
@@ -46,6 +48,13 @@
 #include <time.h>
 
 #include "tailbus/seg_abi.h"
+
+/* tb_now() reads CLOCK_MONOTONIC, which <time.h> declares only when POSIX
+ * is asked for: the gnu* standards (gcc's and clang's default) and C++ do;
+ * strict -std=c11 or c17 needs -D_POSIX_C_SOURCE=200809L (or _GNU_SOURCE). */
+#ifndef CLOCK_MONOTONIC
+#error "tailbus/producer.h needs POSIX clocks: build with -std=gnu11 (or later), or define _POSIX_C_SOURCE=200809L before any #include"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,7 +97,7 @@ typedef struct tb_producer {
 	uint64_t lap;
 	/* cold */
 	tb_event *events;   /* the ring's slot array, NULL for a no-op handle */
-	ck_ring_t *ring;    /* the ring's header, just before `events` */
+	tb_ring_header *ring;    /* the ring's header, just before `events` */
 	uint32_t lap_start; /* ring index of events[0] in the current pass */
 	uint32_t mask;      /* slots - 1 */
 	unsigned log2;      /* log2(slots) */
@@ -122,6 +131,26 @@ void tb_producer_stats_get(const tb_producer *p, tb_producer_stats *st);
 /* 0 when the handle records into a bus, else a negative errno; *why (if
  * given) gets a sentence. */
 int tb_producer_error(const tb_producer *p, const char **why);
+
+/* Whether a collector serves the handle's bus, as the segment's header says
+ * (the collector's pid, its start count, and a heartbeat it writes every
+ * 100 ms). Not an error: start order does not matter, and events recorded
+ * before a collector comes wait in the ring (a full ring folds or drops, and
+ * counts, as ever). But a bus that no collector has ever served is most
+ * often a mistyped name, and an engine should say so. */
+enum tb_collector_state {
+	TB_COLLECTOR_SERVING = 0, /* it beat within the last TB_COLLECTOR_SILENT_NS */
+	TB_COLLECTOR_NONE = 1,    /* no collector has served this bus yet */
+	TB_COLLECTOR_STOPPED = 2, /* the last one stopped (tailbusd exits so) */
+	TB_COLLECTOR_SILENT = 3,  /* one is registered but has not beaten for that
+				   * long: stopped by a signal, stuck or killed */
+};
+/* Twenty of the collector's 100 ms heartbeats. */
+#define TB_COLLECTOR_SILENT_NS INT64_C(2000000000)
+/* Returns an enum tb_collector_state, with *why (if given) a sentence, NULL
+ * when SERVING; or, for a handle that records into no bus, the negative
+ * errno and sentence of tb_producer_error(). Cold path: reads the clock. */
+int tb_producer_collector(const tb_producer *p, const char **why);
 
 #if defined(__GNUC__)
 #define TB_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -15,8 +15,8 @@
  *   metric id carried in every event.
  * - live area: per metric, the last `live_intervals` published intervals
  *   under a sequence counter (a seqlock with bounded reader retries).
- * - rings: single-producer rings of 16-byte events, one per slot, with a
- *   Concurrency Kit ring header (ck_ring_t) for their indices.
+ * - rings: single-producer rings of 16-byte events, one per slot, each
+ *   after a ring header (tb_ring_header) that holds their indices.
  * - fold lanes (ABI 3): per slot, `fold_lanes` small histograms into which
  *   the producer folds a SPAN that finds its ring full, so that it is
  *   counted at its value instead of lost (tb_fold_lane, below).
@@ -47,9 +47,9 @@
  * says which pass over the ring wrote it (tb_lap_bit: set on even passes,
  * clear on odd ones; a zeroed ring therefore reads as empty). The collector
  * reads slot after slot while the lap bit is the one its own index expects,
- * and publishes its consumer index (ck_ring_t.c_head) after the reads. So
+ * and publishes its consumer index (tb_ring_header.c_head) after the reads. So
  * the producer writes no shared index per event: it keeps its position in
- * its handle, and stores it into ck_ring_t.p_tail only on its cold path
+ * its handle, and stores it into tb_ring_header.p_tail only on its cold path
  * (once per pass over the ring, whenever it finds the ring full, when it
  * attaches and when it detaches). That p_tail is a hint, at most one ring
  * behind: the collector uses it for the high-water mark, to catch a corrupt
@@ -63,18 +63,26 @@
 #ifndef TAILBUS_SEG_ABI_H
 #define TAILBUS_SEG_ABI_H
 
-#include <assert.h>
-#include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <ck_ring.h>
+#ifndef __cplusplus
+#include <stdalign.h> /* alignas, a keyword in C++ */
+#endif
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
 #define TB_ABI_MAJOR 3u                            /* layout changes: readers refuse */
 #define TB_ABI_MINOR 0u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
+
+/* A compile-time check that reads the same in C11 (_Static_assert) and in
+ * C++11 and later (static_assert, a keyword there), whatever <assert.h>
+ * defines: this header is included from both. */
+#ifdef __cplusplus
+#define TB_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define TB_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
 
 /* Event kinds (2 bits). */
 enum tb_event_kind { TB_EV_SPAN = 0, TB_EV_START = 1, TB_EV_END = 2, TB_EV_MARK = 3 };
@@ -100,10 +108,10 @@ typedef struct tb_event {
 	uint64_t w0;
 	uint64_t w1;
 } tb_event;
-static_assert(sizeof(tb_event) == 16, "four events per cache line");
-static_assert(TB_METRIC_SHIFT + TB_METRIC_BITS == TB_FIELD_SHIFT &&
-		      TB_FIELD_SHIFT + TB_FIELD_BITS == 64,
-	      "kind, lap, metric and field fill w0");
+TB_STATIC_ASSERT(sizeof(tb_event) == 16, "four events per cache line");
+TB_STATIC_ASSERT(TB_METRIC_SHIFT + TB_METRIC_BITS == TB_FIELD_SHIFT &&
+			 TB_FIELD_SHIFT + TB_FIELD_BITS == 64,
+		 "kind, lap, metric and field fill w0");
 
 /* The lap bit that marks the event of ring index `index` as written, in a
  * ring of 2^capacity_log2 events. Because the capacity divides 2^32 an even
@@ -144,7 +152,7 @@ typedef struct tb_slot {
 	uint64_t folded;
 	uint8_t reserved[32];
 } tb_slot;
-static_assert(sizeof(tb_slot) == 2 * TB_CACHELINE, "slot is two cache lines");
+TB_STATIC_ASSERT(sizeof(tb_slot) == 2 * TB_CACHELINE, "slot is two cache lines");
 
 enum tb_metric_state { TB_METRIC_EMPTY = 0, TB_METRIC_RESERVING = 1, TB_METRIC_READY = 2 };
 
@@ -155,7 +163,7 @@ typedef struct tb_metric_entry {
 	uint32_t reserved;
 	char name[TB_METRIC_NAME_MAX];
 } tb_metric_entry;
-static_assert(sizeof(tb_metric_entry) == TB_CACHELINE, "metric entry is one cache line");
+TB_STATIC_ASSERT(sizeof(tb_metric_entry) == TB_CACHELINE, "metric entry is one cache line");
 
 /* Summary of one published interval, followed in the live area by up to
  * live_hist_bytes of its histogram as a compressed V2 frame (the bytes of its
@@ -206,7 +214,7 @@ typedef struct tb_seg_header {
 	uint64_t live_off;
 	uint64_t live_stride; /* bytes per metric in the live area */
 	uint64_t rings_off;
-	uint64_t ring_stride; /* bytes per ring: ck_ring_t then the events */
+	uint64_t ring_stride; /* bytes per ring: tb_ring_header then the events */
 	int32_t creator_pid;
 	uint32_t fold_lanes; /* per slot, <= TB_FOLD_LANES_MAX; 0: SPANs that find the ring full are dropped */
 	int64_t created_realtime_ns;
@@ -219,14 +227,49 @@ typedef struct tb_seg_header {
 	int64_t collector_interval_ns;
 	uint64_t intervals_published;
 } tb_seg_header;
-static_assert(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
-static_assert(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 0,
-	      "collector fields on their own line");
+TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
+TB_STATIC_ASSERT(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 0,
+		 "collector fields on their own line");
 
-/* Ring i: ck_ring_t at rings_off + i * ring_stride, events right after it. */
-#define TB_RING_HEADER_SIZE ((sizeof(ck_ring_t) + TB_CACHELINE - 1) / TB_CACHELINE * TB_CACHELINE)
-static_assert(offsetof(ck_ring_t, p_tail) < TB_RING_HEADER_SIZE, "producer index in the ring header");
+/* Ring i: a tb_ring_header at rings_off + i * ring_stride, its events
+ * TB_RING_HEADER_SIZE bytes after it. The header's indices are free-running
+ * 32-bit ring indices (the protocol above): `c_head`, the collector's
+ * consumer index, on a line of its own so that the producer's reads of it
+ * do not contend with its stores of `p_tail`, the producer's position hint.
+ * `p_head` is set with the others when the ring is reset and otherwise
+ * unused. `size` and `mask` are the capacity and capacity - 1, written only
+ * when the ring is reset: a collector that finds them changed knows the ring
+ * was scribbled on. The layout is that of Concurrency Kit's ck_ring_t with
+ * 64-byte lines, which this header used to name; the offsets are fixed below
+ * so that segments read the same whichever side was built with which. */
+typedef struct tb_ring_header {
+	uint32_t c_head; /* the collector's */
+	uint8_t pad0[TB_CACHELINE - sizeof(uint32_t)];
+	uint32_t p_tail; /* the producer's */
+	uint32_t p_head;
+	uint8_t pad1[TB_CACHELINE - 2 * sizeof(uint32_t)];
+	uint32_t size; /* written on reset only */
+	uint32_t mask;
+} tb_ring_header;
+TB_STATIC_ASSERT(offsetof(tb_ring_header, c_head) == 0, "consumer index first");
+TB_STATIC_ASSERT(offsetof(tb_ring_header, p_tail) == TB_CACHELINE, "producer hint on the second line");
+TB_STATIC_ASSERT(offsetof(tb_ring_header, p_head) == TB_CACHELINE + 4, "p_head after p_tail");
+TB_STATIC_ASSERT(offsetof(tb_ring_header, size) == 2 * TB_CACHELINE, "size on the third line");
+TB_STATIC_ASSERT(offsetof(tb_ring_header, mask) == 2 * TB_CACHELINE + 4, "mask after size");
+TB_STATIC_ASSERT(sizeof(tb_ring_header) == 2 * TB_CACHELINE + 8, "ring header size");
 
+#define TB_RING_HEADER_SIZE \
+	((sizeof(tb_ring_header) + TB_CACHELINE - 1) / TB_CACHELINE * TB_CACHELINE)
+TB_STATIC_ASSERT(TB_RING_HEADER_SIZE == 3 * TB_CACHELINE, "events start on the fourth line");
+
+/* Set a ring header as a fresh ring of `capacity` events (a power of two)
+ * whose indices all stand at `index`. Only while no one else uses it. */
+static inline void tb_ring_header_init(tb_ring_header *r, uint32_t capacity, uint32_t index)
+{
+	r->c_head = r->p_tail = r->p_head = index;
+	r->size = capacity;
+	r->mask = capacity - 1;
+}
 
 /* Fold lanes (ABI 3). A SPAN that finds its ring full is not lost: the
  * producer counts it, on its cold path, in a lane of its slot that it has
@@ -270,7 +313,7 @@ typedef struct tb_fold_lane {
 	alignas(TB_CACHELINE) uint64_t counts[TB_FOLD_COUNTS]; /* the producer's */
 	uint64_t taken[TB_FOLD_COUNTS];                        /* the collector's */
 } tb_fold_lane;
-static_assert(sizeof(tb_fold_lane) % TB_CACHELINE == 0, "lanes are whole lines");
+TB_STATIC_ASSERT(sizeof(tb_fold_lane) % TB_CACHELINE == 0, "lanes are whole lines");
 
 /* The lane's counts index of a duration in [0, TB_FOLD_HIGHEST]: its
  * HdrHistogram index at 2 digits (bucket e - 7 where e is the top bit of

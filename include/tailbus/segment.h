@@ -17,7 +17,7 @@
 #ifndef TAILBUS_SEGMENT_H
 #define TAILBUS_SEGMENT_H
 
-#include <limits.h>
+#include <limits.h> /* PATH_MAX, which some includers take from here */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +38,9 @@ extern "C" {
 #define TB_SEG_DEFAULT_WAIT_MS 2000
 #define TB_SEG_FALLBACK_DIR "/dev/shm"
 #define TB_SEG_SUFFIX ".tailbus"
+/* Room for a segment's path: Linux's PATH_MAX, spelled out because strict
+ * C (-std=c11) does not define PATH_MAX in <limits.h>. */
+#define TB_SEG_PATH_MAX 4096
 
 typedef struct tb_seg_config {
 	uint32_t slot_count;
@@ -62,7 +65,7 @@ typedef struct tb_seg {
 	int flags;
 	bool created;   /* this call created and initialised it */
 	bool hugepages; /* backed by hugetlbfs */
-	char path[PATH_MAX];
+	char path[TB_SEG_PATH_MAX];
 	char fallback_reason[256]; /* why a new segment is not on hugetlbfs, or "" */
 	tb_seg_header layout;      /* private copy of the validated header */
 } tb_seg;
@@ -99,9 +102,9 @@ static inline tb_metric_entry *tb_seg_metric(const tb_seg *s, uint32_t id)
 {
 	return (tb_metric_entry *)(s->base + s->layout.metrics_off) + id;
 }
-static inline ck_ring_t *tb_seg_ring(const tb_seg *s, uint32_t i)
+static inline tb_ring_header *tb_seg_ring(const tb_seg *s, uint32_t i)
 {
-	return (ck_ring_t *)(s->base + s->layout.rings_off + (uint64_t)i * s->layout.ring_stride);
+	return (tb_ring_header *)(s->base + s->layout.rings_off + (uint64_t)i * s->layout.ring_stride);
 }
 static inline tb_event *tb_seg_events(const tb_seg *s, uint32_t i)
 {

@@ -165,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(coll.drainers[0].counts[1], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
 	tb_join_expire(&coll.join, INT64_MAX - coll.join.timeout_ns, NULL, NULL);
 	tb_seg_ring_reset(seg, 0, start);
-	ck_ring_t *ring = tb_seg_ring(seg, 0);
+	tb_ring_header *ring = tb_seg_ring(seg, 0);
 	tb_event *events = tb_seg_events(seg, 0);
 	for (size_t j = 0; j < given; j++) {
 		tb_event *e = &events[(start + j) & (RING_EVENTS - 1)];
