@@ -572,7 +572,7 @@ static void explain_refusal(const struct state *st)
 		char what[TB_LOG_TAG_MAX + 8];
 		snprintf(what, sizeof(what), *f->refused_tag ? "tag '%s'" : "the untagged lines%s",
 			 f->refused_tag);
-		tb_cli_error(VERB, "--correct-co refused for %s of %s: the log marks it open-loop "
+		tb_cli_error(VERB, "--correct-co refused for %s of %s: the log is marked open-loop "
 			     "(latencies measured from the intended send time already count the wait "
 			     "behind a stall; back-filling would count it twice). Only closed-loop "
 			     "data may be corrected: tags ending in '%s' (select them with --tag) or "
