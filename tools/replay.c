@@ -175,7 +175,7 @@ static void usage(FILE *out)
 		"--format hgrm prints HdrHistogram's percentile distribution, the .hgrm file\n"
 		"Java's HistogramLogProcessor -o writes, byte for byte (its two header lines\n"
 		"included); %d ticks per half distance unless --ticks. Values are divided by\n"
-		"--unit-ratio, default %g as in HistogramLogProcessor (-outputValueUnitRatio),\n"
+		"--unit-ratio, default %.0f as in HistogramLogProcessor (-outputValueUnitRatio),\n"
 		"so nanosecond logs print in milliseconds and the file equals Java's; pass\n"
 		"--unit-ratio 1 for the log's own unit. Other formats print in the log's unit.\n"
 		"FILE '-' reads standard input; gzip'd logs are read as they are.\n"
