@@ -733,6 +733,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 static int read_sides(const struct options *o, struct side *sides)
 {
 	int status = TB_EXIT_OK;
+	bool stdin_read = false;
 	for (int s = 0; s < SIDES; s++) {
 		sides[s].runs = calloc(o->nfiles[s], sizeof(*sides[s].runs));
 		if (!sides[s].runs)
@@ -740,6 +741,14 @@ static int read_sides(const struct options *o, struct side *sides)
 		for (size_t i = 0; i < o->nfiles[s]; i++) {
 			struct run *r = &sides[s].runs[sides[s].nruns];
 			r->path = o->files[s][i];
+			bool is_stdin = !strcmp(r->path, TB_LOG_STDIN);
+			if (is_stdin && stdin_read) {
+				tb_cli_error(VERB, "'-' (standard input) is given twice; it is read once, "
+					     "the second run left out");
+				status = TB_EXIT_INPUT;
+				continue;
+			}
+			stdin_read |= is_stdin;
 			int rc = read_run(r, o->tag);
 			if (rc < 0)
 				status = TB_EXIT_INPUT;

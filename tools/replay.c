@@ -497,9 +497,16 @@ static void read_files(struct state *st, char **paths, size_t n)
 		return;
 	}
 	st->nfiles = n;
+	bool stdin_read = false;
 	for (size_t i = 0; i < n; i++) {
 		struct file *f = &st->files[i];
 		f->path = paths[i];
+		if (!strcmp(f->path, TB_LOG_STDIN) && stdin_read) {
+			tb_cli_error(VERB, "'-' (standard input) is given twice; it is read once");
+			st->status = TB_EXIT_INPUT;
+			continue;
+		}
+		stdin_read |= !strcmp(f->path, TB_LOG_STDIN);
 		int rc = tb_log_load(f->path, TB_LOG_INFLATED_MAX, &f->text, &f->len);
 		if (rc < 0) {
 			tb_cli_error(VERB, "cannot read %s: %s", f->path, tb_log_load_strerror(rc));
