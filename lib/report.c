@@ -5,7 +5,7 @@
  * level reached (as a fraction), the cumulative count and 1/(1-p). The row at
  * 100% has no inverse column (text) or "Infinity" (CSV). The text form ends
  * with the mean, standard deviation, max, total and layout footer. Formats
- * are Java's, see ../shared/HDR_FORMAT.md section 5.
+ * are Java's (HdrHistogram's outputPercentileDistribution).
  *
  * HistogramLogProcessor's .hgrm file starts with two more lines, the range
  * the distribution covers and the log's StartTime (tb_report_hgrm_header).

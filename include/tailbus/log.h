@@ -3,8 +3,8 @@
  * A log is a short '#' header (free text, format version, StartTime,
  * BaseTime), the CSV legend, then one line per interval histogram:
  *     [Tag=<tag>,]<start - base>,<length>,<max / 1e6>,<base64 V2 payload>
- * Field 2 is the interval length, not its end. ../shared/HDR_FORMAT.md
- * section 4 is the specification.
+ * Field 2 is the interval length, not its end (Java's HistogramLogReader
+ * reads it so).
  *
  * Writer: pure formatting into caller buffers, so the collector can hand the
  * bytes to io_uring; a small stdio wrapper serves the tools.

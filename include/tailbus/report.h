@@ -2,7 +2,7 @@
  *
  * The ".hgrm" text (and its CSV variant) is what people diff and what plotting
  * tools read, so it must match HdrHistogram's outputPercentileDistribution
- * character for character (../shared/HDR_FORMAT.md section 5). That includes
+ * character for character. That includes
  * number formatting: Java's "%.Nf" rounds the shortest decimal representation
  * of a double half-up, where C's printf rounds the exact binary value, so the
  * two disagree on ties such as 0.0625 -> "0.063" (Java) and "0.062" (C).
