@@ -113,12 +113,13 @@ strip_start_time() {
 }
 
 # hlp_file OUT ARGS...: the .hgrm file HistogramLogProcessor -o writes, with Java's
-# default unit, copied to OUT and checked for its footer.
+# default unit, copied to OUT and checked for its footer (or, with -csv, its last row).
 hlp_file() {
 	local out=$1
 	shift
 	java "${JAVA_FLAGS[@]}" -cp "$JAR" "$HLP" "$@" -o "$out.java-o" >"$out.err" 2>&1 || true
-	if [[ -r $out.java-o.hgrm ]] && grep -q "$FOOTER_RE" "$out.java-o.hgrm"; then
+	# the text's footer, or the CSV's last row
+	if [[ -r $out.java-o.hgrm ]] && grep -Eq "$FOOTER_RE|,Infinity\$" "$out.java-o.hgrm"; then
 		cp "$out.java-o.hgrm" "$out"
 		return 0
 	fi
@@ -236,6 +237,12 @@ jhiccup=$TB_FIXTURES/jHiccup-2.0.7S.logV2.hlog
 tagged=$TB_FIXTURES/tagged-Log.logV2.hlog
 hgrm_check F1-jhiccup "$jhiccup" -
 hgrm_check F2-jhiccup-5-20 "$jhiccup" - start 5 end 20
+# F2b: the CSV variant's .hgrm file (-csv), header lines included
+if hlp_file "$tmp/F2b.java.csv" -i "$jhiccup" -csv &&
+	tb "$tmp/F2b.tailbus.csv" replay "$jhiccup" --tag "" --format hgrm-csv; then
+	compare "F2b: HistogramLogProcessor -i $(basename "$jhiccup") -csv -o X: X.hgrm == tailbus replay --format hgrm-csv" \
+		"$tmp/F2b.java.csv" "$tmp/F2b.tailbus.csv"
+fi
 
 # readback NAME ORIGINAL JAVA_HGRM REWRITTEN TAG|-: the rewritten log, read by Java,
 # gives the distribution Java gave for the original (StartTime line included).

@@ -9,6 +9,9 @@
  * Writer: pure formatting into caller buffers, so the collector can hand the
  * bytes to io_uring; a small stdio wrapper serves the tools.
  *
+ * Input: tb_log_load gives that text from a file or stdin ("-"), inflating
+ * gzip data found by its magic number (log_input.c).
+ *
  * Reader: works over text in memory (a whole file, or a fuzzer's input). It
  * resolves relative and absolute timestamps the way the Java reader does, and
  * never stops at a bad line: it reports the line number and the field, skips
