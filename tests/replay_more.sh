@@ -249,6 +249,13 @@ output_log_env_differs() {
 }
 check "--output-log of inputs from different machines keeps the first's env and says so" output_log_env_differs
 
+env_crlf() {
+	sed 's/$/\r/' "$tmp/open_env.hlog" >"$tmp/open_env_crlf.hlog"
+	"$TAILBUS" replay "$tmp/open_env_crlf.hlog" | grep -qx 'measured on (log header): hostname=boxA cpus=8' &&
+		"$TAILBUS" replay "$tmp/open_env_crlf.hlog" --format json | grep -qF '"env":{"hostname":"boxA","cpus":"8"}'
+}
+check "the env lines of a log with CRLF line ends are read (text and json)" env_crlf
+
 # --- plots ---
 # svg_series FILE: the number of series paths, after checking the file parses
 svg_series() {

@@ -672,42 +672,40 @@ static void json_additions(FILE *out, const struct state *st, const struct tag_a
 		json_series(out, t);
 }
 
-/* Calls fn(ctx, key, value_len, value) for each "#[env key=value]" line in
- * the header of the first readable file (the machine the log was measured
- * on, as tailbusd records it). Returns how many. */
-static int each_env_line(const struct state *st,
-			 void (*fn)(FILE *, int, const char *, int, const char *), FILE *out)
+/* Calls fn(out, k, key, key_len, value, value_len) for each "#[env key=value]"
+ * line in the header of the first readable file (the machine the log was
+ * measured on, as tailbusd records it). Returns how many. */
+typedef void env_fn(FILE *out, int k, const char *key, int key_len, const char *value,
+		    int value_len);
+static int each_env_line(const struct state *st, env_fn *fn, FILE *out)
 {
-	static const char prefix[] = "#[env ";
+	size_t prefix = strlen(TB_ENV_HEADER_PREFIX);
 	int n = 0;
 	for (size_t i = 0; i < st->nfiles && !n; i++) {
-		const char *p = st->files[i].text, *end = p ? p + st->files[i].len : NULL;
-		while (p && p < end && *p == '#') {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			const char *eol = nl ? nl : end;
-			const char *eq = memchr(p, '=', (size_t)(eol - p));
-			if ((size_t)(eol - p) > sizeof(prefix) && !memcmp(p, prefix, sizeof(prefix) - 1) && eq &&
-			    eol[-1] == ']') {
-				const char *key = p + sizeof(prefix) - 1;
-				fn(out, n++, key, (int)(eq - key), eq + 1);
-			}
-			p = nl ? nl + 1 : end;
+		const struct file *f = &st->files[i];
+		size_t pos = 0, len;
+		const char *line;
+		while (f->text && tb_env_next_header_line(f->text, f->len, &pos, &line, &len)) {
+			/* "#[env key=value]": key from the prefix to '=', value to ']' */
+			const char *key = line + prefix, *eq = memchr(key, '=', len - prefix);
+			const char *end = line + len - 1;
+			fn(out, n++, key, (int)(eq - key), eq + 1, (int)(end - eq - 1));
 		}
 	}
 	return n;
 }
 
-static void env_ignore(FILE *out, int k, const char *key, int key_len, const char *value)
+static void env_ignore(FILE *out, int k, const char *key, int key_len, const char *value,
+		       int value_len)
 {
-	(void)out, (void)k, (void)key, (void)key_len, (void)value;
+	(void)out, (void)k, (void)key, (void)key_len, (void)value, (void)value_len;
 }
 
-static void env_json_member(FILE *out, int k, const char *key, int key_len, const char *value)
+static void env_json_member(FILE *out, int k, const char *key, int key_len, const char *value,
+			    int value_len)
 {
-	const char *end = strchr(value, '\n');
-	int vlen = (int)((end ? end : value + strlen(value)) - value) - 1; /* drop ']' */
 	fprintf(out, "%s\"%.*s\":\"", k ? "," : "", key_len, key);
-	for (int i = 0; i < vlen; i++) {
+	for (int i = 0; i < value_len; i++) {
 		unsigned char c = (unsigned char)value[i];
 		if (c == '"' || c == '\\')
 			fprintf(out, "\\%c", c);
@@ -719,14 +717,13 @@ static void env_json_member(FILE *out, int k, const char *key, int key_len, cons
 	fputc('"', out);
 }
 
-static void env_text_item(FILE *out, int k, const char *key, int key_len, const char *value)
+static void env_text_item(FILE *out, int k, const char *key, int key_len, const char *value,
+			  int value_len)
 {
 	static const char *shown[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource", "commit"};
-	const char *end = strchr(value, '\n');
-	int vlen = (int)((end ? end : value + strlen(value)) - value) - 1;
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
 		if ((int)strlen(shown[i]) == key_len && !strncmp(key, shown[i], (size_t)key_len))
-			fprintf(out, "%s%.*s=%.*s", k ? " " : "", key_len, key, vlen, value);
+			fprintf(out, "%s%.*s=%.*s", k ? " " : "", key_len, key, value_len, value);
 	}
 }
 
