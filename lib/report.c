@@ -90,7 +90,7 @@ static void java_date(char *buf, size_t cap, double sec)
 int tb_report_hgrm_header(FILE *out, double range_start, double range_end, double start_time_sec)
 {
 	char from[NUM_BUF], to[NUM_BUF], start[NUM_BUF], date[DATE_BUF];
-	tb_fmt_java_fixed(from, sizeof(from), range_start > 0 ? range_start : 0.0, 0, 3);
+	tb_fmt_java_fixed(from, sizeof(from), isinf(range_start) ? 0.0 : range_start, 0, 3);
 	if (isinf(range_end) && range_end > 0)
 		snprintf(to, sizeof(to), "<Infinite>");
 	else

@@ -237,6 +237,7 @@ jhiccup=$TB_FIXTURES/jHiccup-2.0.7S.logV2.hlog
 tagged=$TB_FIXTURES/tagged-Log.logV2.hlog
 hgrm_check F1-jhiccup "$jhiccup" -
 hgrm_check F2-jhiccup-5-20 "$jhiccup" - start 5 end 20
+hgrm_check F2a-jhiccup-negative-start "$jhiccup" - start -3 end 7.25
 # F2b: the CSV variant's .hgrm file (-csv), header lines included
 if hlp_file "$tmp/F2b.java.csv" -i "$jhiccup" -csv &&
 	tb "$tmp/F2b.tailbus.csv" replay "$jhiccup" --tag "" --format hgrm-csv; then

@@ -42,7 +42,7 @@ int tb_report_hgrm(FILE *out, const tb_hist *h, int ticks, double unit_ratio, bo
  *   #[Overall percentile distribution between S and E seconds (relative to StartTime)]
  *   #[StartTime: T (seconds since epoch), <date>]
  * S and E bound the selected range (range_end INFINITY prints "<Infinite>",
- * range_start below 0 prints as 0, Java's default); the date is T in the
+ * range_start -INFINITY prints as 0, Java's default); the date is T in the
  * local time zone as Java's Date.toString() prints it. Returns 0 or -EIO. */
 int tb_report_hgrm_header(FILE *out, double range_start, double range_end, double start_time_sec);
 
