@@ -34,6 +34,12 @@
 #define V1_COMPRESSED_BASE 0x1c849302u
 #define V2_INNER_BASE 0x1c849303u
 #define V2_COMPRESSED_BASE 0x1c849304u
+/* Java's DoubleHistogram wraps an integer histogram in a frame of its own
+ * (cookie, digits, value range); its values are doubles of no fixed unit,
+ * which integer nanosecond histograms cannot take. Named to be refused so. */
+#define DOUBLE_HISTOGRAM_INNER_COOKIE 0x0c72124eu
+#define DOUBLE_HISTOGRAM_COMPRESSED_COOKIE 0x0c72124fu
+#define DOUBLE_HISTOGRAM_REFUSAL "DoubleHistogram payloads are not supported"
 /* LEB128-64b9B: the first eight bytes carry 7 bits each, the ninth 8. */
 #define LEB_SEVEN_BIT_BYTES 8
 
@@ -704,7 +710,10 @@ static int inflate_frame(const uint8_t *frame, size_t len, uint8_t **inner, size
 {
 	if (len < TB_V2_FRAME_HEADER_SIZE)
 		return fail(why, "frame: shorter than its 8-byte header", -EINVAL);
-	uint32_t base = COOKIE_BASE(get_be32(frame));
+	uint32_t cookie = get_be32(frame);
+	uint32_t base = COOKIE_BASE(cookie);
+	if (cookie == DOUBLE_HISTOGRAM_COMPRESSED_COOKIE || cookie == DOUBLE_HISTOGRAM_INNER_COOKIE)
+		return fail(why, DOUBLE_HISTOGRAM_REFUSAL, -ENOTSUP);
 	if (base == V0_COMPRESSED_BASE)
 		return fail(why, "cookie: V0 encoding is not supported", -ENOTSUP);
 	if (base != V2_COMPRESSED_BASE && base != V1_COMPRESSED_BASE)

@@ -628,3 +628,24 @@ int tb_env_format_header_lines(const tb_env *e, char *buf, size_t cap)
 	}
 	return (int)used;
 }
+
+int tb_env_next_header_line(const char *text, size_t len, size_t *pos, const char **line,
+			    size_t *line_len)
+{
+	size_t prefix = strlen(TB_ENV_HEADER_PREFIX);
+	while (*pos < len && text[*pos] == '#') {
+		const char *p = text + *pos;
+		const char *nl = memchr(p, '\n', len - *pos);
+		size_t n = nl ? (size_t)(nl - p) : len - *pos;
+		*pos += n + (nl ? 1 : 0);
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
+			n--;
+		if (n > prefix && !memcmp(p, TB_ENV_HEADER_PREFIX, prefix) && p[n - 1] == ']' &&
+		    memchr(p, '=', n)) {
+			*line = p;
+			*line_len = n;
+			return 1;
+		}
+	}
+	return 0;
+}

@@ -15,6 +15,9 @@
  * merges a few tags of a long log decodes just those lines, straight into its
  * merge (tb_v2_decode_base64_add), and vets the rest.
  *
+ * Trailing spaces, tabs and a CR end a line without being part of it (logs
+ * that passed through Windows tools or editors), as in Java's reader.
+ *
  * A malformed line never ends the read: the reader records its number and the
  * field at fault, skips it and returns -EINVAL; the next call reads on. Input
  * is untrusted: every field is bounded and checked before use.
@@ -48,6 +51,15 @@ static bool starts_with(span s, const char *prefix)
 {
 	size_t n = strlen(prefix);
 	return s.n >= n && memcmp(s.p, prefix, n) == 0;
+}
+
+/* Trailing blanks and a CR (CRLF line ends) are not part of a line: Java's
+ * reader takes a line with them as the same line without. */
+static size_t trimmed_length(span s)
+{
+	while (s.n && (s.p[s.n - 1] == ' ' || s.p[s.n - 1] == '\t' || s.p[s.n - 1] == '\r'))
+		s.n--;
+	return s.n;
 }
 
 static int reject(tb_log_reader *r, int rc, const char *fmt, ...)
@@ -242,8 +254,7 @@ int tb_log_reader_next(tb_log_reader *r, tb_log_entry *e)
 		s.n = nl ? (size_t)(nl - s.p) : r->len - r->pos;
 		r->pos += s.n + (nl ? 1 : 0);
 		r->line++;
-		if (s.n && s.p[s.n - 1] == '\r')
-			s.n--;
+		s.n = trimmed_length(s);
 		if (s.n == 0 || starts_with(s, LEGEND_PREFIX))
 			continue;
 		if (s.p[0] == '#') {
@@ -253,6 +264,34 @@ int tb_log_reader_next(tb_log_reader *r, tb_log_entry *e)
 		return data_line(r, s, e);
 	}
 	return 0;
+}
+
+/* Is the comment line s a mark that makes `tag` open-loop? */
+static bool marks_open_loop(span s, const char *tag)
+{
+	if (!starts_with(s, TB_OPEN_LOOP_PREFIX))
+		return false;
+	if (starts_with(s, TB_OPEN_LOOP_UNTAGGED) && s.n == strlen(TB_OPEN_LOOP_UNTAGGED))
+		return !*tag;
+	if (!starts_with(s, TB_OPEN_LOOP_TAG_PREFIX))
+		return true; /* the whole-log mark */
+	size_t k = strlen(TB_OPEN_LOOP_TAG_PREFIX), n = strlen(tag);
+	return *tag && s.n == k + n + 1 && !memcmp(s.p + k, tag, n) && s.p[k + n] == ']';
+}
+
+bool tb_log_open_loop(const char *text, size_t len, const char *tag)
+{
+	size_t pos = 0;
+	while (pos < len) {
+		span s = {text + pos, 0};
+		const char *nl = memchr(s.p, '\n', len - pos);
+		s.n = nl ? (size_t)(nl - s.p) : len - pos;
+		pos += s.n + (nl ? 1 : 0);
+		s.n = trimmed_length(s);
+		if (s.n && s.p[0] == '#' && marks_open_loop(s, tag))
+			return true;
+	}
+	return false;
 }
 
 void tb_log_entry_free(tb_log_entry *e)

@@ -189,3 +189,39 @@ void tb_log_writer_close(tb_log_writer *w)
 	w->scratch = NULL;
 	w->line_cap = w->scratch_cap = 0;
 }
+
+int tb_log_format_open_loop_tag(char *buf, size_t cap, const char *tag)
+{
+	if (*tag && !tb_log_tag_valid(tag))
+		return -EINVAL;
+	int n = *tag ? snprintf(buf, cap, "%s%s]\n", TB_OPEN_LOOP_TAG_PREFIX, tag)
+		     : snprintf(buf, cap, "%s\n", TB_OPEN_LOOP_UNTAGGED);
+	return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
+}
+
+#define SOURCE_CUT "..."
+
+int tb_log_format_source(char *buf, size_t cap, const char *tag, const char *path)
+{
+	if (*tag && !tb_log_tag_valid(tag))
+		return -EINVAL;
+	int head = snprintf(buf, cap, "%s%s%s file=", TB_LOG_SOURCE_PREFIX, *tag ? "tag=" : "untagged",
+			    tag);
+	size_t tail = strlen("]\n"), plen = strlen(path), cut = strlen(SOURCE_CUT);
+	if (head < 0 || (size_t)head + cut + 1 + tail >= cap)
+		return -ENOSPC;
+	size_t room = cap - 1 - (size_t)head - tail;
+	size_t o = (size_t)head;
+	if (plen > room) {
+		memcpy(buf + o, SOURCE_CUT, cut);
+		o += cut;
+		path += plen - (room - cut);
+		plen = room - cut;
+	}
+	for (size_t i = 0; i < plen; i++) {
+		unsigned char c = (unsigned char)path[i];
+		buf[o++] = c < 0x20 || c == 0x7f || c == ']' ? '?' : (char)c;
+	}
+	memcpy(buf + o, "]\n", tail + 1);
+	return (int)(o + tail);
+}

@@ -6,13 +6,22 @@
  * 100% has no inverse column (text) or "Infinity" (CSV). The text form ends
  * with the mean, standard deviation, max, total and layout footer. Formats
  * are Java's, see docs/formats.md, Percentile distribution (.hgrm).
+ *
+ * HistogramLogProcessor's .hgrm file starts with two more lines, the range
+ * the distribution covers and the log's StartTime (tb_report_hgrm_header).
  */
 #include "tailbus/report.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
+#include <time.h>
 
 #define NUM_BUF 512
+/* java.util.Date.toString(): "EEE MMM dd HH:mm:ss zzz yyyy", in English. */
+#define JAVA_DATE_FORMAT "%a %b %d %H:%M:%S %Z %Y"
+#define DATE_BUF 64
+#define MS_PER_SEC 1000.0
 
 static void row(FILE *out, const tb_hist_iter *it, double unit_ratio, int sig, bool csv)
 {
@@ -65,5 +74,31 @@ int tb_report_hgrm(FILE *out, const tb_hist *h, int ticks, double unit_ratio, bo
 		row(out, &it, unit_ratio, h->sig_digits, csv);
 	if (!csv)
 		footer(out, h, unit_ratio);
+	return ferror(out) ? -EIO : 0;
+}
+
+/* Java's Date.toString() of the millisecond (long)(sec * 1000). */
+static void java_date(char *buf, size_t cap, double sec)
+{
+	double ms = trunc(sec * MS_PER_SEC);
+	time_t t = (time_t)floor(ms / MS_PER_SEC);
+	struct tm tm;
+	if (!localtime_r(&t, &tm) || strftime(buf, cap, JAVA_DATE_FORMAT, &tm) == 0)
+		snprintf(buf, cap, "?");
+}
+
+int tb_report_hgrm_header(FILE *out, double range_start, double range_end, double start_time_sec)
+{
+	char from[NUM_BUF], to[NUM_BUF], start[NUM_BUF], date[DATE_BUF];
+	tb_fmt_java_fixed(from, sizeof(from), isinf(range_start) ? 0.0 : range_start, 0, 3);
+	if (isinf(range_end) && range_end > 0)
+		snprintf(to, sizeof(to), "<Infinite>");
+	else
+		tb_fmt_java_fixed(to, sizeof(to), range_end, 0, 3);
+	tb_fmt_java_fixed(start, sizeof(start), start_time_sec, 0, 3);
+	java_date(date, sizeof(date), start_time_sec);
+	fprintf(out, "#[Overall percentile distribution between %s and %s seconds (relative to "
+		"StartTime)]\n", from, to);
+	fprintf(out, "#[StartTime: %s (seconds since epoch), %s]\n", start, date);
 	return ferror(out) ? -EIO : 0;
 }

@@ -181,4 +181,27 @@ errors() {
 }
 check "usage errors exit 2; a missing file or tag is named and exits 1" errors
 
+# A B a thousand times faster reads B/A 0.001 (two decimals would say 0.00).
+tiny_ratio() {
+	run d1 0.0009; run d2 0.001; run d3 0.0011
+	"$TAILBUS" compare "${A[@]}" -- "$tmp/d1.hlog" "$tmp/d2.hlog" "$tmp/d3.hlog" >"$tmp/d.txt" || return 1
+	grep -Eq '^  p50 .* 0\.001  B faster$' "$tmp/d.txt" || { grep '^  p50' "$tmp/d.txt"; return 1; }
+}
+check "a B a thousand times faster shows B/A 0.001, not 0.00" tiny_ratio
+
+# Runs on stdin and gzip'd read as the plain files.
+inputs_as_they_come() {
+	"$TAILBUS" compare "${A[@]}" -- "${C[@]}" --format json >"$tmp/plain.json" || return 1
+	gzip -c "$tmp/c1.hlog" >"$tmp/c1.hlog.gz"
+	gzip -c "$tmp/a1.hlog" | "$TAILBUS" compare - "$tmp/a2.hlog" "$tmp/a3.hlog" -- \
+		"$tmp/c1.hlog.gz" "$tmp/c2.hlog" "$tmp/c3.hlog" --format json >"$tmp/in.json" || return 1
+	python3 - "$tmp/plain.json" "$tmp/in.json" <<'EOF2'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["tags"] == b["tags"], "figures differ"
+assert b["a"][0] == "-" and b["b"][0].endswith("c1.hlog.gz"), (b["a"], b["b"])
+EOF2
+}
+check "a run on stdin (-) and a gzip'd run read as the plain logs" inputs_as_they_come
+
 summary compare_cli

@@ -5,19 +5,27 @@
 #    (untagged, "alpha", "beta"; 1 ns..10 s; the collector's default layout) and the
 #    figures of its in-process merge. Java's HistogramLogReader (tests/java/ReadLog.java)
 #    must find the same figures, and HistogramLogProcessor's percentile distribution
-#    of each tag must equal `tailbus replay --format hgrm` byte for byte.
+#    of each tag must equal `tailbus replay --format hgrm` byte for byte: the .hgrm
+#    file Java writes with -o (its two header lines included, its default unit ms)
+#    equals tailbus's default output, and with -outputValueUnitRatio 1 (ns, where
+#    every nanosecond shows) Java's printed distribution equals `--unit-ratio 1`.
 # B  Java writes, tailbus reads: tests/java/WriteLog.java writes a log with
 #    HistogramLogWriter (three layouts, zero values, counts > 1) and prints the figures
 #    of its in-memory histograms; `tailbus replay --format json` must report them, for
 #    both merges (Figures.java), and its hgrm must equal HistogramLogProcessor's.
+# G  Logs as they come: the jHiccup fixture with a trailing space and CRLF on every
+#    line (Java reads it), gzip'd, and on stdin: each gives Java's .hgrm of the original.
+# H  A log of DoubleHistogram intervals (tests/java/WriteDoubleLog.java) is refused,
+#    line by line, with "DoubleHistogram payloads are not supported".
 # F  The peer fixtures: hgrm of jHiccup (untagged, whole and -start 5 -end 20) and of
 #    tagged-Log (tag A) equal HistogramLogProcessor's, and what `--output-log` writes,
 #    read back by HistogramLogProcessor, gives the very same distribution.
 #
-# The one normalisation: HistogramLogProcessor prints a "#[StartTime: ...]" line before
-# the distribution (the log's start time, and a date in the JVM's time zone); `tailbus
-# replay` does not, so it is dropped from Java's output before comparing. The checks on
-# --output-log keep it (Java against Java) and so also pin the rewritten StartTime header.
+# On stdout HistogramLogProcessor prints one "#[StartTime: ...]" line before the
+# distribution, where its .hgrm file has two header lines; the ns comparison drops
+# that line and the two of tailbus's (the file comparison already pins them). The
+# checks on --output-log keep it (Java against Java) and so also pin the rewritten
+# StartTime header.
 # HistogramLogProcessor exits 0 even when it dies (NullPointerException on an empty log
 # or an unmatched tag), so its output is checked for the footer, never its exit status.
 #
@@ -104,6 +112,22 @@ strip_start_time() {
 	sed '1{/^#\[StartTime: /d;}' "$1" >"$2"
 }
 
+# hlp_file OUT ARGS...: the .hgrm file HistogramLogProcessor -o writes, with Java's
+# default unit, copied to OUT and checked for its footer (or, with -csv, its last row).
+hlp_file() {
+	local out=$1
+	shift
+	java "${JAVA_FLAGS[@]}" -cp "$JAR" "$HLP" "$@" -o "$out.java-o" >"$out.err" 2>&1 || true
+	# the text's footer, or the CSV's last row
+	if [[ -r $out.java-o.hgrm ]] && grep -Eq "$FOOTER_RE|,Infinity\$" "$out.java-o.hgrm"; then
+		cp "$out.java-o.hgrm" "$out"
+		return 0
+	fi
+	fail "HistogramLogProcessor $* -o wrote no distribution"
+	sed 's/^/    /' "$out.err"
+	return 1
+}
+
 # tailbus's JSON report -> the figure lines of gen_log.c and Figures.java, sorted,
 # each prefixed with PREFIX (the merge the figures come from).
 json_figures() {
@@ -150,11 +174,17 @@ hgrm_check() {
 		tsel+=("--$1" "$2")
 		shift 2
 	done
+	if hlp_file "$j.file" -i "$log" "${jtag[@]}" "${jsel[@]}" &&
+		tb "$t.file" replay "$log" "${ttag[@]}" "${tsel[@]}" --format hgrm; then
+		compare "$name: HistogramLogProcessor -i $(basename "$log")$(words "${jtag[@]}" "${jsel[@]}") -o X: X.hgrm == tailbus replay$(words "${ttag[@]}" "${tsel[@]}") --format hgrm" \
+			"$j.file" "$t.file"
+	fi
 	hlp "$j" -i "$log" "${jtag[@]}" "${jsel[@]}" || return 0
-	tb "$t" replay "$log" "${ttag[@]}" "${tsel[@]}" --format hgrm || return 0
+	tb "$t" replay "$log" "${ttag[@]}" "${tsel[@]}" --format hgrm --unit-ratio "$UNIT_RATIO" || return 0
 	strip_start_time "$j" "$j.body"
-	compare "$name: HistogramLogProcessor -i $(basename "$log")$(words "${jtag[@]}" "${jsel[@]}") == tailbus replay$(words "${ttag[@]}" "${tsel[@]}") --format hgrm" \
-		"$j.body" "$t"
+	tail -n +3 "$t" >"$t.body"
+	compare "$name: HistogramLogProcessor -i $(basename "$log")$(words "${jtag[@]}" "${jsel[@]}") -outputValueUnitRatio 1 == tailbus replay$(words "${ttag[@]}" "${tsel[@]}") --format hgrm --unit-ratio 1" \
+		"$j.body" "$t.body"
 }
 
 echo "interop: $(java -version 2>&1 | head -n 1); $(basename "$(readlink -f "$JAR")")"
@@ -207,6 +237,13 @@ jhiccup=$TB_FIXTURES/jHiccup-2.0.7S.logV2.hlog
 tagged=$TB_FIXTURES/tagged-Log.logV2.hlog
 hgrm_check F1-jhiccup "$jhiccup" -
 hgrm_check F2-jhiccup-5-20 "$jhiccup" - start 5 end 20
+hgrm_check F2a-jhiccup-negative-start "$jhiccup" - start -3 end 7.25
+# F2b: the CSV variant's .hgrm file (-csv), header lines included
+if hlp_file "$tmp/F2b.java.csv" -i "$jhiccup" -csv &&
+	tb "$tmp/F2b.tailbus.csv" replay "$jhiccup" --tag "" --format hgrm-csv; then
+	compare "F2b: HistogramLogProcessor -i $(basename "$jhiccup") -csv -o X: X.hgrm == tailbus replay --format hgrm-csv" \
+		"$tmp/F2b.java.csv" "$tmp/F2b.tailbus.csv"
+fi
 
 # readback NAME ORIGINAL JAVA_HGRM REWRITTEN TAG|-: the rewritten log, read by Java,
 # gives the distribution Java gave for the original (StartTime line included).
@@ -234,6 +271,44 @@ if tb "$tmp/tagged.json" replay "$tagged" --format json --output-log "$tmp/tagge
 		compare "F6 figures: tailbus replay --format json of the rewritten tagged-Log == of the original" \
 			"$tmp/tagged.json" "$tmp/tagged-out.json"
 	fi
+fi
+
+# ---- G: logs as they come ----
+sed 's/$/ \r/' "$jhiccup" >"$tmp/jh-crlf.hlog"
+gzip -c "$jhiccup" >"$tmp/jh.hlog.gz"
+cp "$tmp/jh.hlog.gz" "$tmp/jh-gzip-named-plainly.hlog"
+if hlp_file "$tmp/G-crlf.java.hgrm" -i "$tmp/jh-crlf.hlog"; then
+	compare "G1: HistogramLogProcessor reads the log with ' \\r' line ends as the original" \
+		"$tmp/F1-jhiccup.java.hgrm.file" "$tmp/G-crlf.java.hgrm"
+	tb "$tmp/G-crlf.hgrm" replay "$tmp/jh-crlf.hlog" --format hgrm &&
+		compare "G2: tailbus replay of the ' \\r' log == Java's .hgrm of it" \
+			"$tmp/G-crlf.java.hgrm" "$tmp/G-crlf.hgrm"
+fi
+for g in jh.hlog.gz jh-gzip-named-plainly.hlog; do
+	tb "$tmp/G-$g.hgrm" replay "$tmp/$g" --format hgrm &&
+		compare "G3: tailbus replay $g (gzip) == Java's .hgrm of the original" \
+			"$tmp/F1-jhiccup.java.hgrm.file" "$tmp/G-$g.hgrm"
+done
+if "$TAILBUS" replay - --format hgrm <"$tmp/jh.hlog.gz" >"$tmp/G-stdin.hgrm" 2>"$tmp/G-stdin.err"; then
+	compare "G4: tailbus replay - <jh.hlog.gz == Java's .hgrm of the original" \
+		"$tmp/F1-jhiccup.java.hgrm.file" "$tmp/G-stdin.hgrm"
+else
+	fail "G4: tailbus replay - <jh.hlog.gz failed"
+	sed 's/^/    /' "$tmp/G-stdin.err"
+fi
+
+# ---- H: DoubleHistogram payloads, refused by name ----
+dlog=$tmp/double.hlog
+java "${JAVA_FLAGS[@]}" -cp "$JCP" WriteDoubleLog "$dlog"
+rc=0
+"$TAILBUS" replay "$dlog" >"$tmp/H.out" 2>"$tmp/H.err" || rc=$?
+want="tailbus replay: $dlog: line 5: histogram payload: DoubleHistogram payloads are not supported
+tailbus replay: $dlog: line 6: histogram payload: DoubleHistogram payloads are not supported"
+if ((rc == 1)) && [[ $(cat "$tmp/H.err") == "$want" ]]; then
+	pass "H1: a DoubleHistogram log is refused line by line, by name (exit 1)"
+else
+	fail "H1: DoubleHistogram log: exit $rc, said:"
+	sed 's/^/    /' "$tmp/H.err"
 fi
 
 summary interop || exit 1

@@ -7,6 +7,8 @@
 # TB_GOLDEN (tests/golden).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# The .hgrm header's date is in the local time zone, as Java's is.
+export TZ=UTC
 
 : "${TAILBUS:?path of the tailbus binary}"
 : "${TB_FIXTURES:?fixtures directory}"
@@ -82,8 +84,8 @@ check "text marks thin percentiles; csv has the figures" text_csv
 
 # --- hgrm: Java's distribution text ---
 hgrm() {
-	"$TAILBUS" replay "$TAGGED" --tag A --format hgrm >"$tmp/a.hgrm" || return 1
-	head -1 "$tmp/a.hgrm" | grep -q '^       Value     Percentile TotalCount 1/(1-Percentile)$' &&
+	"$TAILBUS" replay "$TAGGED" --tag A --format hgrm --unit-ratio 1 >"$tmp/a.hgrm" || return 1
+	sed -n 3p "$tmp/a.hgrm" | grep -q '^       Value     Percentile TotalCount 1/(1-Percentile)$' &&
 		grep -q '^#\[Max     = 1551892479.00, Total count    =        16145\]$' "$tmp/a.hgrm" &&
 		grep -q '^#\[Buckets = ' "$tmp/a.hgrm"
 }
@@ -92,17 +94,78 @@ check "hgrm prints the Java distribution with its footer" hgrm
 # --- hgrm and hgrm-csv byte for byte as the Java reference printed them ---
 hgrm_golden() {
 	local g="$TB_GOLDEN"
-	"$TAILBUS" replay "$g/raw.hlog" --format hgrm | cmp - "$g/raw.hgrm" &&
-		"$TAILBUS" replay "$g/raw.hlog" --format hgrm-csv | cmp - "$g/raw.csv" &&
-		"$TAILBUS" replay "$g/raw.hlog" --format hgrm --unit-ratio 1000 | cmp - "$g/raw_us.hgrm"
+	# the two header lines are pinned by the next check
+	"$TAILBUS" replay "$g/raw.hlog" --format hgrm --unit-ratio 1 | tail -n +3 | cmp - "$g/raw.hgrm" &&
+		"$TAILBUS" replay "$g/raw.hlog" --format hgrm-csv --unit-ratio 1 | tail -n +3 |
+		cmp - "$g/raw.csv" &&
+		"$TAILBUS" replay "$g/raw.hlog" --format hgrm --unit-ratio 1000 | tail -n +3 |
+		cmp - "$g/raw_us.hgrm"
 }
 check "hgrm, hgrm-csv and --unit-ratio equal the Java reference's text" hgrm_golden
+
+# --- hgrm by default: the .hgrm file HistogramLogProcessor -o writes, headers and ms ---
+hgrm_java_file() {
+	"$TAILBUS" replay "$TB_GOLDEN/raw.hlog" --format hgrm >"$tmp/raw.hgrm" || return 1
+	cmp "$tmp/raw.hgrm" "$TB_GOLDEN/raw_java_o.hgrm" || { diff "$TB_GOLDEN/raw_java_o.hgrm" "$tmp/raw.hgrm" | head; return 1; }
+	"$TAILBUS" replay "$V2" --start 5 --end 20 --format hgrm | head -2 >"$tmp/h2" || return 1
+	expect_eq range "$(head -1 "$tmp/h2")" \
+		"#[Overall percentile distribution between 5.000 and 20.000 seconds (relative to StartTime)]" &&
+		expect_eq start "$(sed -n 2p "$tmp/h2")" \
+			"#[StartTime: 1441812279.474 (seconds since epoch), Wed Sep 09 15:24:39 UTC 2015]" &&
+		"$TAILBUS" replay --help | grep -q -- "--unit-ratio, default 1000000 as in HistogramLogProcessor"
+}
+check "--format hgrm is HistogramLogProcessor's .hgrm file: header lines, ms by default" hgrm_java_file
+
+# --- logs as they come: stdin, gzip, trailing blanks and CRLF ---
+inputs_as_they_come() {
+	"$TAILBUS" replay "$TAGGED" --format json >"$tmp/plain.json" || return 1
+	gzip -c "$TAGGED" >"$tmp/tagged.hlog.gz"
+	cp "$tmp/tagged.hlog.gz" "$tmp/tagged-gz-without-the-name.hlog"
+	sed 's/$/  \r/' "$TAGGED" >"$tmp/crlf.hlog"
+	# two gzip members, one after the other, read as one text
+	{ head -5 "$TAGGED" | gzip -c; tail -n +6 "$TAGGED" | gzip -c; } >"$tmp/members.gz"
+	local f
+	for f in tagged.hlog.gz tagged-gz-without-the-name.hlog crlf.hlog members.gz; do
+		"$TAILBUS" replay "$tmp/$f" --format json >"$tmp/$f.json" 2>"$tmp/$f.err" ||
+			{ echo "  $f:"; head -3 "$tmp/$f.err"; return 1; }
+		cmp -s "$tmp/plain.json" "$tmp/$f.json" || { echo "  $f: figures differ"; return 1; }
+	done
+	"$TAILBUS" replay - --format json <"$TAGGED" >"$tmp/stdin.json" &&
+		cmp "$tmp/plain.json" "$tmp/stdin.json" &&
+		gzip -c "$TAGGED" | "$TAILBUS" replay - --format json >"$tmp/stdin-gz.json" &&
+		cmp "$tmp/plain.json" "$tmp/stdin-gz.json"
+}
+check "stdin (-), gzip (by its magic, one or two members), trailing blanks and CRLF read as the plain log" inputs_as_they_come
+
+bad_gzip() {
+	gzip -c "$TAGGED" | head -c 300 >"$tmp/cut.hlog.gz"
+	local rc=0
+	"$TAILBUS" replay "$tmp/cut.hlog.gz" >/dev/null 2>"$tmp/cut.err" || rc=$?
+	expect_eq rc "$rc" 1 &&
+		grep -q "cannot read $tmp/cut.hlog.gz: not valid gzip data (corrupt or cut short)" "$tmp/cut.err" ||
+		{ cat "$tmp/cut.err"; return 1; }
+}
+check "a gzip file cut short is named, exit 1" bad_gzip
+
+# --- DoubleHistogram payloads: refused by name, file and line ---
+# The line is what Java's HistogramLogWriter writes for a DoubleHistogram(3) holding
+# 0.5 .. 2.48 (tests/java/WriteDoubleLog.java; interop_java.sh checks it live).
+DOUBLE_LINE='0.000,1.000,0.000,DHISTwAAAAMAAAAAAAAAAhyEkxQAAAAzeNqTaZkszMDAcJIBApihNCOEkv9v7wBh/edn8mXyJxGqAqE6iZhUHYJQKEwkDQClVxZI'
+double_histogram() {
+	{ head -5 "$TAGGED"; echo "$DOUBLE_LINE"; } >"$tmp/double.hlog"
+	local rc=0
+	"$TAILBUS" replay "$tmp/double.hlog" >/dev/null 2>"$tmp/dh.err" || rc=$?
+	expect_eq rc "$rc" 1 &&
+		expect_eq message "$(cat "$tmp/dh.err")" \
+			"tailbus replay: $tmp/double.hlog: line 6: histogram payload: DoubleHistogram payloads are not supported"
+}
+check "a DoubleHistogram payload is refused with that name, file and line" double_histogram
 
 # --- output-log: a valid log that reads back to the same figures ---
 output_log() {
 	"$TAILBUS" replay "$V3" "$TAGGED" --start 2 --end 30 --output-log "$tmp/out.hlog" \
 		--format json >"$tmp/o1.json" || return 1
-	head -5 "$tmp/out.hlog" | grep -q '^#\[Histogram log format version 1.3\]$' || return 1
+	grep -q '^#\[Histogram log format version 1.3\]$' "$tmp/out.hlog" || return 1
 	grep -q '^#\[BaseTime: ' "$tmp/out.hlog" || return 1
 	"$TAILBUS" replay "$tmp/out.hlog" --format json >"$tmp/o2.json" || return 1
 	python3 - "$tmp/o1.json" "$tmp/o2.json" <<'EOF'

@@ -210,6 +210,52 @@ output_log_mark() {
 }
 check "--output-log keeps the open-loop mark, so the rewritten log is refused too" output_log_mark
 
+# A tailbusd-like open-loop log (untagged, with its env lines) merged with a Java-origin
+# log of tag "java" (no mark): the rewritten log marks only the untagged lines
+# open-loop, says where each tag came from and keeps the env lines.
+output_log_per_tag() {
+	{ head -1 "$RAW"; echo "$mark"; echo '#[env hostname=boxA]'; echo '#[env cpus=8]'
+		sed -n '2,$p' "$RAW"; } >"$tmp/open_env.hlog"
+	{ head -5 "$RAW"; sed -n '6p' "$RAW" | sed 's/^/Tag=java,/'; } >"$tmp/java_tag.hlog"
+	"$TAILBUS" replay "$tmp/open_env.hlog" "$tmp/java_tag.hlog" --output-log "$tmp/pt.hlog" \
+		>/dev/null 2>"$tmp/pt.err" || { cat "$tmp/pt.err"; return 1; }
+	expect_eq stderr "$(cat "$tmp/pt.err")" "" &&
+		grep -qxF '#[tailbus: open-loop untagged]' "$tmp/pt.hlog" &&
+		! grep -qxF "$mark" "$tmp/pt.hlog" &&
+		grep -qxF "#[tailbus: source: untagged file=$tmp/open_env.hlog]" "$tmp/pt.hlog" &&
+		grep -qxF "#[tailbus: source: tag=java file=$tmp/java_tag.hlog]" "$tmp/pt.hlog" &&
+		grep -qxF '#[env hostname=boxA]' "$tmp/pt.hlog" && grep -qxF '#[env cpus=8]' "$tmp/pt.hlog" ||
+		{ head -12 "$tmp/pt.hlog" | cut -c1-100; return 1; }
+	# the Java-origin tag may be corrected; the open-loop one is still refused
+	"$TAILBUS" replay "$tmp/pt.hlog" --tag java --correct-co 10000 --format json >"$tmp/ptj.json" \
+		2>"$tmp/ptj.err" || { cat "$tmp/ptj.err"; return 1; }
+	expect_eq "java total" "$(json_field "$tmp/ptj.json" java total)" 20000 || return 1
+	local rc=0
+	"$TAILBUS" replay "$tmp/pt.hlog" --tag "" --correct-co 10000 >/dev/null 2>"$tmp/ptu.err" || rc=$?
+	expect_eq "untagged rc" "$rc" 1 && grep -q 'refused for the untagged lines' "$tmp/ptu.err" || return 1
+	# the env shown by replay is the kept one
+	"$TAILBUS" replay "$tmp/pt.hlog" | grep -qx 'measured on (log header): hostname=boxA cpus=8'
+}
+check "--output-log marks open-loop per tag, keeps provenance and env; Java-origin tags may be corrected" output_log_per_tag
+
+output_log_env_differs() {
+	{ head -1 "$RAW"; echo '#[env hostname=boxB]'; sed -n '2,5p' "$RAW"
+		sed -n '6p' "$RAW" | sed 's/^/Tag=b,/'; } >"$tmp/env_b.hlog"
+	"$TAILBUS" replay "$tmp/open_env.hlog" "$tmp/env_b.hlog" --output-log "$tmp/ed.hlog" \
+		>/dev/null 2>"$tmp/ed.err" || return 1
+	grep -q "warning: $tmp/open_env.hlog and $tmp/env_b.hlog were measured on different machines" \
+		"$tmp/ed.err" && ! grep -q 'boxB' "$tmp/ed.hlog" ||
+		{ cat "$tmp/ed.err"; return 1; }
+}
+check "--output-log of inputs from different machines keeps the first's env and says so" output_log_env_differs
+
+env_crlf() {
+	sed 's/$/\r/' "$tmp/open_env.hlog" >"$tmp/open_env_crlf.hlog"
+	"$TAILBUS" replay "$tmp/open_env_crlf.hlog" | grep -qx 'measured on (log header): hostname=boxA cpus=8' &&
+		"$TAILBUS" replay "$tmp/open_env_crlf.hlog" --format json | grep -qF '"env":{"hostname":"boxA","cpus":"8"}'
+}
+check "the env lines of a log with CRLF line ends are read (text and json)" env_crlf
+
 # --- plots ---
 # svg_series FILE: the number of series paths, after checking the file parses
 svg_series() {

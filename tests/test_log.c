@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "tailbus/codec.h"
 #include "tailbus/log.h"
@@ -277,6 +279,169 @@ static void number_fields_read_as_strtod_reads_them(void **state)
 	}
 }
 
+
+/* Java's reader takes "line \r" as "line": trailing spaces, tabs and the CR
+ * of CRLF line ends are not part of a field, on data and header lines. */
+static void trailing_blanks_and_crlf_are_not_part_of_a_line(void **state)
+{
+	(void)state;
+	char text[1024];
+	struct readout o;
+	snprintf(text, sizeof(text),
+		 "#[StartTime: 1441812279.474 (seconds since epoch)]  \r\n"
+		 "#[BaseTime: 0.000 (seconds since epoch)] \t\r\n"
+		 "Tag=a,1441812280.000,1.000,100.008,%s  \r\n"
+		 "1441812281.000,1.000,100.008,%s\t\n"
+		 "1441812282.000,1.000,100.008,%s \r",
+		 golden_b64, golden_b64, golden_b64);
+	read_all(text, &o);
+	assert_int_equal(o.bad, 0);
+	assert_int_equal(o.good, 3);
+	assert_string_equal(o.tags[0], "a");
+	assert_int_equal(o.totals[2], 10001);
+	assert_float_equal(o.offsets[1], 1.526, 1e-6);
+}
+
+/* A DoubleHistogram payload as Java's HistogramLogWriter writes it (a
+ * DoubleHistogram(3), tests/java/WriteDoubleLog.java) is refused by name. */
+static void double_histogram_payloads_are_refused_by_name(void **state)
+{
+	(void)state;
+	static const char line[] = "0.000,1.000,0.000,DHISTwAAAAMAAAAAAAAAAhyEkxQAAAAzeNqTaZkszMDAcJIBApih"
+				   "NCOEkv9v7wBh/edn8mXyJxGqAqE6iZhUHYJQKEwkDQClVxZI\n";
+	struct readout o;
+	read_all(line, &o);
+	assert_int_equal(o.good, 0);
+	assert_int_equal(o.bad, 1);
+	assert_string_equal(o.errs[0],
+			    "line 1: histogram payload: DoubleHistogram payloads are not supported");
+}
+
+/* gzip data of text, `members` members one after the other. */
+static size_t gzip_text(const char *text, int members, uint8_t *out, size_t cap)
+{
+	size_t o = 0, n = strlen(text), part = n / (size_t)members;
+	for (int m = 0; m < members; m++) {
+		size_t from = (size_t)m * part, len = m == members - 1 ? n - from : part;
+		z_stream z;
+		memset(&z, 0, sizeof(z));
+		assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+		z.next_in = (Bytef *)(uintptr_t)(text + from);
+		z.avail_in = (uInt)len;
+		z.next_out = out + o;
+		z.avail_out = (uInt)(cap - o);
+		assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+		o = cap - z.avail_out;
+		deflateEnd(&z);
+	}
+	return o;
+}
+
+static void gzip_text_is_inflated_whole_members_and_bounds_checked(void **state)
+{
+	(void)state;
+	char text[4096];
+	uint8_t gz[8192];
+	int n = 0;
+	for (int i = 0; i < 60; i++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "#[line %d of some log text]\n", i);
+	for (int members = 1; members <= 3; members++) {
+		size_t len = gzip_text(text, members, gz, sizeof(gz));
+		assert_true(tb_log_is_gzip(gz, len));
+		char *out;
+		size_t out_len;
+		assert_int_equal(tb_log_gunzip(gz, len, SIZE_MAX, &out, &out_len), 0);
+		assert_int_equal(out_len, strlen(text));
+		assert_string_equal(out, text);
+		free(out);
+		/* cut short anywhere: refused, never a partial text */
+		assert_int_equal(tb_log_gunzip(gz, len - 5, SIZE_MAX, &out, &out_len), -EBADMSG);
+		/* more text than allowed */
+		assert_int_equal(tb_log_gunzip(gz, len, strlen(text) / 2, &out, &out_len), -EFBIG);
+	}
+	size_t len = gzip_text(text, 1, gz, sizeof(gz));
+	gz[len / 2] ^= 0x55;
+	char *out;
+	size_t out_len;
+	assert_int_equal(tb_log_gunzip(gz, len, SIZE_MAX, &out, &out_len), -EBADMSG);
+	assert_false(tb_log_is_gzip(text, strlen(text)));
+	assert_int_equal(tb_log_gunzip(text, strlen(text), SIZE_MAX, &out, &out_len), -EINVAL);
+}
+
+static void load_inflates_by_magic_whatever_the_name(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/tailbus-test-log-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	static const char text[] = "#[a log]\n0.000,1.000,0.000,x\n";
+	uint8_t gz[1024];
+	size_t len = gzip_text(text, 1, gz, sizeof(gz));
+	assert_int_equal(write(fd, gz, len), (ssize_t)len);
+	close(fd);
+	char *out;
+	size_t out_len;
+	assert_int_equal(tb_log_load(path, SIZE_MAX, &out, &out_len), 0);
+	assert_string_equal(out, text);
+	free(out);
+	unlink(path);
+	assert_int_equal(tb_log_load("/nonexistent/x.hlog.gz", SIZE_MAX, &out, &out_len), -ENOENT);
+	assert_int_equal(tb_log_load("/", SIZE_MAX, &out, &out_len), -EISDIR);
+	assert_string_equal(tb_log_load_strerror(-EBADMSG), "not valid gzip data (corrupt or cut short)");
+}
+
+/* The whole-log mark covers every tag; a per-tag mark only its tag. */
+static void open_loop_marks_cover_the_log_or_one_tag(void **state)
+{
+	(void)state;
+	char buf[TB_LOG_TAG_MAX + 64];
+	assert_int_equal(tb_log_format_open_loop_tag(buf, sizeof(buf), "svc"),
+			 (int)strlen("#[tailbus: open-loop tag=svc]\n"));
+	assert_string_equal(buf, "#[tailbus: open-loop tag=svc]\n");
+	assert_int_equal(tb_log_format_open_loop_tag(buf, sizeof(buf), ""),
+			 (int)strlen(TB_OPEN_LOOP_UNTAGGED) + 1);
+	assert_int_equal(tb_log_format_open_loop_tag(buf, sizeof(buf), "a b"), -EINVAL);
+	assert_int_equal(tb_log_format_open_loop_tag(buf, 10, "svc"), -ENOSPC);
+
+	static const char whole[] = "#[x]\n" TB_OPEN_LOOP_MARK "\n1,1,1,x\n";
+	assert_true(tb_log_open_loop(whole, strlen(whole), ""));
+	assert_true(tb_log_open_loop(whole, strlen(whole), "java"));
+	static const char per_tag[] = "#[x]\n#[tailbus: open-loop tag=svc]\r\n"
+				      "#[tailbus: open-loop untagged]\n1,1,1,x\n";
+	assert_true(tb_log_open_loop(per_tag, strlen(per_tag), "svc"));
+	assert_true(tb_log_open_loop(per_tag, strlen(per_tag), ""));
+	assert_false(tb_log_open_loop(per_tag, strlen(per_tag), "sv"));
+	assert_false(tb_log_open_loop(per_tag, strlen(per_tag), "svc2"));
+	assert_false(tb_log_open_loop(per_tag, strlen(per_tag), "java"));
+	/* only comment lines count */
+	static const char data[] = "Tag=#[tailbus: open-loop,1,1,1,x\n";
+	assert_false(tb_log_open_loop(data, strlen(data), ""));
+	/* a reader that knows only the whole-log mark's prefix sees every form */
+	assert_int_equal(strncmp(TB_OPEN_LOOP_MARK, TB_OPEN_LOOP_PREFIX, strlen(TB_OPEN_LOOP_PREFIX)), 0);
+	assert_int_equal(strncmp(TB_OPEN_LOOP_UNTAGGED, TB_OPEN_LOOP_PREFIX, strlen(TB_OPEN_LOOP_PREFIX)), 0);
+}
+
+static void source_lines_fit_a_c_reader_and_stay_one_line(void **state)
+{
+	(void)state;
+	char buf[128];
+	assert_true(tb_log_format_source(buf, sizeof(buf), "A", "runs/a.hlog") > 0);
+	assert_string_equal(buf, "#[tailbus: source: tag=A file=runs/a.hlog]\n");
+	assert_true(tb_log_format_source(buf, sizeof(buf), "", "-") > 0);
+	assert_string_equal(buf, "#[tailbus: source: untagged file=-]\n");
+	assert_true(tb_log_format_source(buf, sizeof(buf), "A", "odd]\nname") > 0);
+	assert_string_equal(buf, "#[tailbus: source: tag=A file=odd??name]\n");
+	char longpath[400];
+	memset(longpath, 'p', sizeof(longpath) - 6);
+	strcpy(longpath + sizeof(longpath) - 6, "/last");
+	int n = tb_log_format_source(buf, sizeof(buf), "A", longpath);
+	assert_int_equal(n, (int)sizeof(buf) - 1);
+	assert_int_equal((int)strlen(buf), n);
+	assert_non_null(strstr(buf, "file=...ppp"));
+	assert_non_null(strstr(buf, "/last]\n"));
+	assert_int_equal(tb_log_format_source(buf, 20, "A", "x"), -ENOSPC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +453,12 @@ int main(void)
 		cmocka_unit_test(bad_lines_are_skipped_named_and_the_rest_is_read),
 		cmocka_unit_test(read_file_reports_missing_files),
 		cmocka_unit_test(number_fields_read_as_strtod_reads_them),
+		cmocka_unit_test(trailing_blanks_and_crlf_are_not_part_of_a_line),
+		cmocka_unit_test(double_histogram_payloads_are_refused_by_name),
+		cmocka_unit_test(gzip_text_is_inflated_whole_members_and_bounds_checked),
+		cmocka_unit_test(load_inflates_by_magic_whatever_the_name),
+		cmocka_unit_test(open_loop_marks_cover_the_log_or_one_tag),
+		cmocka_unit_test(source_lines_fit_a_c_reader_and_stay_one_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
  * prints them, and Java's number formatting.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -127,6 +129,32 @@ static void sufficiency_needs_100_samples_beyond(void **state)
 	tb_hist_free(&h);
 }
 
+
+/* The two header lines of Java's .hgrm file, as HistogramLogProcessor -o
+ * wrote them for the jHiccup fixture (TZ=UTC): the range and the StartTime
+ * with Date.toString()'s date. */
+static void hgrm_header_lines_are_java_s(void **state)
+{
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	assert_int_equal(tb_report_hgrm_header(f, -INFINITY, INFINITY, 1441812279.474), 0);
+	assert_int_equal(tb_report_hgrm_header(f, 5, 20, 1441812279.474), 0);
+	assert_int_equal(tb_report_hgrm_header(f, 5.5, 1000, 1764525600.0), 0);
+	fclose(f);
+	assert_string_equal(text,
+		"#[Overall percentile distribution between 0.000 and <Infinite> seconds (relative to StartTime)]\n"
+		"#[StartTime: 1441812279.474 (seconds since epoch), Wed Sep 09 15:24:39 UTC 2015]\n"
+		"#[Overall percentile distribution between 5.000 and 20.000 seconds (relative to StartTime)]\n"
+		"#[StartTime: 1441812279.474 (seconds since epoch), Wed Sep 09 15:24:39 UTC 2015]\n"
+		"#[Overall percentile distribution between 5.500 and 1000.000 seconds (relative to StartTime)]\n"
+		"#[StartTime: 1764525600.000 (seconds since epoch), Sun Nov 30 18:00:00 UTC 2025]\n");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +163,7 @@ int main(void)
 		cmocka_unit_test(unit_ratio_scales_values_like_java),
 		cmocka_unit_test(java_fixed_formatting_rounds_shortest_digits_half_up),
 		cmocka_unit_test(sufficiency_needs_100_samples_beyond),
+		cmocka_unit_test(hgrm_header_lines_are_java_s),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -439,5 +439,14 @@ errors() {
 }
 check "errors: no bus (named, with the directory searched) exits 1; bad options exit 2, named" errors
 
+# A finished log read years later: the age of its newest data in days, not seconds.
+old_log_age() {
+	local log=${TB_FIXTURES:?}/tagged-Log.logV2.hlog
+	"$TAILBUS" top --log "$log" --once >"$tmp/old.txt" || return 1
+	grep -Eq '^A .* \(newest data [0-9]+ days old\)$' "$tmp/old.txt" ||
+		{ grep '^A ' "$tmp/old.txt"; return 1; }
+}
+check "--log of an old log: '(newest data N days old)', not millions of seconds" old_log_age
+
 stop_collector "$live_pid" || true
 summary top_cli

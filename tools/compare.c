@@ -26,6 +26,8 @@
  * prints that chance, so two runs a side are not mistaken for proof; run the
  * configurations interleaved (A B A B ...) so drift hits both alike.
  *
+ * A run's file may be "-" (standard input) or gzip'd (tb_log_load).
+ *
  * JSON (stable; values in the log's unit):
  *   {"a":[FILE...],"b":[FILE...],"tags":[{"tag":T,
  *     "a":{"totals":[N...]},"b":{"totals":[N...]},
@@ -135,9 +137,9 @@ static int read_run(struct run *r, const char *tag)
 {
 	char *text;
 	size_t len;
-	int rc = tb_read_file(r->path, &text, &len);
+	int rc = tb_log_load(r->path, TB_LOG_INFLATED_MAX, &text, &len);
 	if (rc < 0) {
-		tb_cli_error(VERB, "cannot read %s: %s; run left out", r->path, strerror(-rc));
+		tb_cli_error(VERB, "cannot read %s: %s; run left out", r->path, tb_log_load_strerror(rc));
 		return READ_FAILED;
 	}
 	tb_cli_log_env(text, len, r->env, sizeof(r->env));
@@ -309,6 +311,20 @@ static void fmt_value(char *buf, size_t cap, double v)
 		snprintf(buf, cap, "%.1f", v);
 }
 
+/* B/A in the text table: two decimals near 1, where the eye compares; two
+ * significant digits below 0.1, so a B a thousand times faster reads 0.001,
+ * not 0.00; "-" when A's median is 0 (no ratio). */
+#define RATIO_TWO_DECIMALS_FROM 0.1
+static void fmt_ratio(char *buf, size_t cap, double r)
+{
+	if (isnan(r))
+		snprintf(buf, cap, "-");
+	else if (r == 0 || r >= RATIO_TWO_DECIMALS_FROM)
+		snprintf(buf, cap, "%.2f", r);
+	else
+		snprintf(buf, cap, "%.2g", r);
+}
+
 static void json_number(FILE *out, double v)
 {
 	if (isnan(v))
@@ -331,7 +347,7 @@ static void text_verdict(FILE *out, const struct figure *f)
 static void print_text_tag(FILE *out, const char *tag, const size_t *nruns,
 			   const struct figure *fig, int64_t *const totals[SIDES])
 {
-	char med[SIDES][32], lo[SIDES][32], hi[SIDES][32], range[SIDES][80];
+	char med[SIDES][32], lo[SIDES][32], hi[SIDES][32], range[SIDES][80], ratio[32];
 	fprintf(out, "%s%s: A %zu run%s, B %zu run%s\n", *tag ? "tag " : "", *tag ? tag : "(untagged)",
 		nruns[0], nruns[0] == 1 ? "" : "s", nruns[1], nruns[1] == 1 ? "" : "s");
 	fprintf(out, "  samples per run:");
@@ -350,8 +366,9 @@ static void print_text_tag(FILE *out, const char *tag, const size_t *nruns,
 			fmt_value(hi[s], sizeof(hi[s]), fig[k].side[s].max);
 			snprintf(range[s], sizeof(range[s]), "%s..%s", lo[s], hi[s]);
 		}
-		fprintf(out, "  %-7s %12s  %-25s %12s  %-25s %6.2f  ", figure_label(k), med[0], range[0],
-			med[1], range[1], fig[k].ratio);
+		fmt_ratio(ratio, sizeof(ratio), fig[k].ratio);
+		fprintf(out, "  %-7s %12s  %-25s %12s  %-25s %6s  ", figure_label(k), med[0], range[0],
+			med[1], range[1], ratio);
 		text_verdict(out, &fig[k]);
 		fputc('\n', out);
 	}
@@ -628,7 +645,9 @@ static void usage(FILE *out)
 		"\"B faster\", with the ratio of the medians) only when the spreads do not\n"
 		"overlap, never with one run on a side, never on a percentile with fewer than\n"
 		"%d samples beyond it; otherwise \"no difference shown\". --plot DIR overlays\n"
-		"the spectra of all runs (A blue, B red) in DIR/compare-spectrum[_TAG].svg.\n",
+		"the spectra of all runs (A blue, B red) in DIR/compare-spectrum[_TAG].svg.\n"
+		"A file may be '-' (standard input, once) or gzip'd. B/A shows two decimals\n"
+		"from 0.1 up, two significant digits below, '-' when A's median is 0.\n",
 		TB_MIN_SAMPLES_BEYOND);
 }
 
@@ -714,6 +733,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 static int read_sides(const struct options *o, struct side *sides)
 {
 	int status = TB_EXIT_OK;
+	bool stdin_read = false;
 	for (int s = 0; s < SIDES; s++) {
 		sides[s].runs = calloc(o->nfiles[s], sizeof(*sides[s].runs));
 		if (!sides[s].runs)
@@ -721,6 +741,14 @@ static int read_sides(const struct options *o, struct side *sides)
 		for (size_t i = 0; i < o->nfiles[s]; i++) {
 			struct run *r = &sides[s].runs[sides[s].nruns];
 			r->path = o->files[s][i];
+			bool is_stdin = !strcmp(r->path, TB_LOG_STDIN);
+			if (is_stdin && stdin_read) {
+				tb_cli_error(VERB, "'-' (standard input) is given twice; it is read once, "
+					     "the second run left out");
+				status = TB_EXIT_INPUT;
+				continue;
+			}
+			stdin_read |= is_stdin;
 			int rc = read_run(r, o->tag);
 			if (rc < 0)
 				status = TB_EXIT_INPUT;

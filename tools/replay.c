@@ -1,6 +1,6 @@
 /* replay.c - `tailbus replay`: read interval logs, merge per tag, report.
  *
- *   tailbus replay FILE... [--tag T] [--start S] [--end E]
+ *   tailbus replay FILE|-... [--tag T] [--start S] [--end E]
  *                  [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]
  *                  [--warmup auto|SECONDS] [--series] [--correct-co INTERVAL]
  *                  [--plot DIR]
@@ -27,14 +27,21 @@
  * count c) of each interval as c samples of v back-filled with expected
  * interval I (tb_hist_record_corrected's rule, docs/formats.md; what
  * Java's copyCorrectedForCoordinatedOmission does). That is only right for
- * data from a closed-loop client, so it is refused on a log whose header
- * carries the open-loop mark (every tailbusd log), except on tags ending in
- * ".closed" (what `tailbus load --closed` records from the actual send).
+ * data from a closed-loop client, so it is refused on a tag its log marks
+ * open-loop (every tag of a tailbusd log; tb_log_open_loop), except on tags
+ * ending in ".closed" (what `tailbus load --closed` records from the actual
+ * send).
+ *
+ * A FILE may be "-" (standard input) and may be gzip data (log_input.c).
  *
  * A bad line or a missing file is reported in one sentence and skipped;
  * everything good is still used, and the exit status says something was wrong.
  * --output-log rewrites the selected intervals (payloads untouched) as one
- * valid log, sorted by start time, tags kept, open-loop mark kept.
+ * valid log, sorted by start time, tags kept. Its header keeps what the
+ * inputs said of their data: which tags are open-loop (the whole-log mark
+ * when every tag is, else one per-tag mark per open-loop tag), which input
+ * file each tag came from (provenance comment lines), and the '#[env ...]'
+ * lines of the first input that has them.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -48,6 +55,7 @@
 #include "cli.h"
 #include "plot.h"
 #include "tailbus/codec.h"
+#include "tailbus/env.h"
 #include "tailbus/log.h"
 #include "tailbus/report.h"
 #include "tailbus/summary.h"
@@ -60,9 +68,8 @@
 #define MERGE_INITIAL_HIGHEST 2
 /* Java's log writer compresses at zlib's best level. */
 #define OUTPUT_ZLEVEL 9
-/* The open-loop mark's stable prefix (TB_OPEN_LOOP_MARK in log.h starts with
- * it); matched at the start of any line. */
-#define OPEN_LOOP_PREFIX "#[tailbus: open-loop"
+/* HdrHistogram_c reads header lines 127 bytes at a time (env.h). */
+#define HEADER_LINE_MAX TB_ENV_HEADER_LINE_MAX
 /* What `tailbus load --closed` appends to its from-the-actual-send metric. */
 #define CLOSED_LOOP_SUFFIX ".closed"
 /* --correct-co: more back-filled values than this for one bucket means the
@@ -102,13 +109,21 @@ struct row {
 	size_t tag;
 };
 
+/* Whether a file marks a tag open-loop, asked once per tag. */
+struct tag_mark {
+	char tag[TB_LOG_TAG_MAX];
+	bool open_loop;
+};
+
 struct file {
 	const char *path;
 	char *text; /* NULL: unreadable */
 	size_t len;
-	bool open_loop; /* header carries the open-loop mark */
+	struct tag_mark *marks;
+	size_t nmarks;
 	bool used;      /* an interval of it was selected */
-	bool refused; /* --correct-co refused on this open-loop file */
+	bool unmarked_corrected; /* --correct-co applied to a tag it does not mark */
+	bool refused; /* --correct-co refused on an open-loop tag of this file */
 	char refused_tag[TB_LOG_TAG_MAX]; /* the first tag refused */
 };
 
@@ -119,6 +134,7 @@ enum pass { PASS_ONE, PASS_ROWS, PASS_STEADY };
 /* A selected line, kept for --output-log by reference into its file text. */
 struct kept {
 	size_t tag;
+	size_t file;
 	double start_abs, length, max_field;
 	const char *payload;
 	size_t payload_len;
@@ -156,8 +172,13 @@ static void usage(FILE *out)
 		"samples beyond it. --start/--end: seconds after each file's StartTime.\n"
 		"The merge histogram has the layout of each tag's first interval (as Java's\n"
 		"HistogramLogProcessor); --digits D merges into a fresh D-digit one instead.\n"
-		"--format hgrm prints HdrHistogram's percentile distribution (values divided\n"
-		"by --unit-ratio, %d ticks per half distance unless --ticks).\n"
+		"--format hgrm prints HdrHistogram's percentile distribution, the .hgrm file\n"
+		"Java's HistogramLogProcessor -o writes, byte for byte (its two header lines\n"
+		"included); %d ticks per half distance unless --ticks. Values are divided by\n"
+		"--unit-ratio, default %.0f as in HistogramLogProcessor (-outputValueUnitRatio),\n"
+		"so nanosecond logs print in milliseconds and the file equals Java's; pass\n"
+		"--unit-ratio 1 for the log's own unit. Other formats print in the log's unit.\n"
+		"FILE '-' reads standard input; gzip'd logs are read as they are.\n"
 		"--warmup SECONDS discards the intervals of each tag starting within SECONDS\n"
 		"of its first; --warmup auto ends the warm-up at the first interval whose p50\n"
 		"and p99, and their medians over the %d intervals from it, lie within +-%.0f%%\n"
@@ -168,7 +189,7 @@ static void usage(FILE *out)
 		"(closed-loop data only: refused on logs marked open-loop, except tags\n"
 		"ending in '.closed'). --plot DIR writes SVG charts: the percentile\n"
 		"spectrum of every tag, and p99, p99.9 and max over time per tag.\n",
-		TB_MIN_SAMPLES_BEYOND, TB_HGRM_DEFAULT_TICKS, TB_WARMUP_WINDOW,
+		TB_MIN_SAMPLES_BEYOND, TB_HGRM_DEFAULT_TICKS, TB_HGRM_JAVA_UNIT_RATIO, TB_WARMUP_WINDOW,
 		TB_WARMUP_TOLERANCE * 100.0, TB_WARMUP_TOLERANCE_MAX * 100.0, TB_WARMUP_MIN_INTERVALS);
 }
 
@@ -200,8 +221,8 @@ static struct tag_acc *find_tag(struct state *st, const char *name, const tb_his
 	return t;
 }
 
-static int keep_line(struct state *st, size_t tag, const tb_log_entry *e, const char *payload,
-		     size_t payload_len)
+static int keep_line(struct state *st, size_t tag, size_t file, const tb_log_entry *e,
+		     const char *payload, size_t payload_len)
 {
 	if (st->nkept == st->kept_cap) {
 		size_t cap = st->kept_cap ? 2 * st->kept_cap : 1024;
@@ -211,7 +232,7 @@ static int keep_line(struct state *st, size_t tag, const tb_log_entry *e, const 
 		st->kept = k;
 		st->kept_cap = cap;
 	}
-	st->kept[st->nkept] = (struct kept){tag, e->start_abs_sec, e->length_sec, e->max_field,
+	st->kept[st->nkept] = (struct kept){tag, file, e->start_abs_sec, e->length_sec, e->max_field,
 					    payload, payload_len, st->nkept};
 	st->nkept++;
 	return 0;
@@ -225,18 +246,22 @@ static bool closed_loop_tag(const char *tag)
 	return n >= k && !strcmp(tag + n - k, CLOSED_LOOP_SUFFIX);
 }
 
-static bool marked_open_loop(const char *text, size_t len)
+/* Does f mark tag open-loop? The answer is kept per tag: the marks are
+ * comment lines anywhere in the text, too far apart to look up per line. */
+static bool file_open_loop(struct file *f, const char *tag)
 {
-	size_t k = strlen(OPEN_LOOP_PREFIX);
-	for (size_t i = 0; i + k <= len;) {
-		if (!strncmp(text + i, OPEN_LOOP_PREFIX, k))
-			return true;
-		const char *nl = memchr(text + i, '\n', len - i);
-		if (!nl)
-			break;
-		i = (size_t)(nl - text) + 1;
+	for (size_t i = 0; i < f->nmarks; i++) {
+		if (!strcmp(f->marks[i].tag, tag))
+			return f->marks[i].open_loop;
 	}
-	return false;
+	bool open_loop = tb_log_open_loop(f->text, f->len, tag);
+	struct tag_mark *grown = realloc(f->marks, (f->nmarks + 1) * sizeof(*grown));
+	if (grown) {
+		f->marks = grown;
+		snprintf(f->marks[f->nmarks].tag, sizeof(f->marks[f->nmarks].tag), "%s", tag);
+		f->marks[f->nmarks++].open_loop = open_loop;
+	}
+	return open_loop;
 }
 
 /* n samples of value, back-filled as tb_hist_record_corrected does for one. */
@@ -310,10 +335,13 @@ static bool selected(const struct state *st, const tb_log_entry *e)
 }
 
 /* An interval merged into tag t: counted, and kept for --output-log. */
-static int merged(struct state *st, struct tag_acc *t, size_t index, const tb_log_entry *e)
+static int merged(struct state *st, const struct file *f, struct tag_acc *t, size_t index,
+		  const tb_log_entry *e)
 {
 	t->intervals++;
-	return st->opt.output_log ? keep_line(st, index, e, e->payload, e->payload_len) : 0;
+	return st->opt.output_log ? keep_line(st, index, (size_t)(f - st->files), e, e->payload,
+					      e->payload_len)
+				  : 0;
 }
 
 /* A selected line with e->hist decoded: 0, or a negative errno; *merge_err
@@ -322,11 +350,14 @@ static int merged(struct state *st, struct tag_acc *t, size_t index, const tb_lo
 static int take_entry(struct state *st, struct file *f, const tb_log_entry *e, enum pass pass,
 		      bool *merge_err)
 {
-	if (st->opt.co_interval && f->open_loop && !closed_loop_tag(e->tag)) {
-		if (!f->refused)
-			snprintf(f->refused_tag, sizeof(f->refused_tag), "%s", e->tag);
-		f->refused = st->refused = true;
-		return 0;
+	if (st->opt.co_interval && !closed_loop_tag(e->tag)) {
+		if (file_open_loop(f, e->tag)) {
+			if (!f->refused)
+				snprintf(f->refused_tag, sizeof(f->refused_tag), "%s", e->tag);
+			f->refused = st->refused = true;
+			return 0;
+		}
+		f->unmarked_corrected = true;
 	}
 	const tb_hist *h = &e->hist;
 	int rc = st->opt.co_interval ? correct(st, &e->hist) : 0;
@@ -350,7 +381,7 @@ static int take_entry(struct state *st, struct file *f, const tb_log_entry *e, e
 	*merge_err = true;
 	if ((rc = tb_hist_add_growing(&t->merged, h)) < 0)
 		return rc;
-	return merged(st, t, index, e);
+	return merged(st, f, t, index, e);
 }
 
 /* The reader leaves payloads to us (defer_payload). A line outside the
@@ -380,7 +411,7 @@ static int take_line(struct state *st, struct file *f, tb_log_entry *e, enum pas
 			f->used |= rc == 0 || rc == -EOVERFLOW;
 			*merge_err = rc == -EOVERFLOW;
 			*bad_payload = rc < 0 && rc != -EOVERFLOW && rc != -ENOMEM;
-			return rc == 0 ? merged(st, t, index, e) : rc;
+			return rc == 0 ? merged(st, f, t, index, e) : rc;
 		}
 	}
 	rc = tb_v2_decode_base64(e->payload, e->payload_len, &e->hist, why);
@@ -466,17 +497,22 @@ static void read_files(struct state *st, char **paths, size_t n)
 		return;
 	}
 	st->nfiles = n;
+	bool stdin_read = false;
 	for (size_t i = 0; i < n; i++) {
 		struct file *f = &st->files[i];
 		f->path = paths[i];
-		int rc = tb_read_file(f->path, &f->text, &f->len);
-		if (rc < 0) {
-			tb_cli_error(VERB, "cannot read %s: %s", f->path, strerror(-rc));
+		if (!strcmp(f->path, TB_LOG_STDIN) && stdin_read) {
+			tb_cli_error(VERB, "'-' (standard input) is given twice; it is read once");
 			st->status = TB_EXIT_INPUT;
-			f->text = NULL;
 			continue;
 		}
-		f->open_loop = marked_open_loop(f->text, f->len);
+		stdin_read |= !strcmp(f->path, TB_LOG_STDIN);
+		int rc = tb_log_load(f->path, TB_LOG_INFLATED_MAX, &f->text, &f->len);
+		if (rc < 0) {
+			tb_cli_error(VERB, "cannot read %s: %s", f->path, tb_log_load_strerror(rc));
+			st->status = TB_EXIT_INPUT;
+			f->text = NULL;
+		}
 	}
 }
 
@@ -555,7 +591,7 @@ static void warn_unmarked(const struct state *st)
 {
 	for (size_t i = 0; i < st->nfiles; i++) {
 		const struct file *f = &st->files[i];
-		if (f->used && !f->open_loop)
+		if (f->unmarked_corrected)
 			tb_cli_error(VERB, "warning: %s has no open-loop mark; --correct-co assumes its "
 				     "latencies come from a closed-loop client (timed from the actual "
 				     "send), which this tool cannot check", f->path);
@@ -636,42 +672,40 @@ static void json_additions(FILE *out, const struct state *st, const struct tag_a
 		json_series(out, t);
 }
 
-/* Calls fn(ctx, key, value_len, value) for each "#[env key=value]" line in
- * the header of the first readable file (the machine the log was measured
- * on, as tailbusd records it). Returns how many. */
-static int each_env_line(const struct state *st,
-			 void (*fn)(FILE *, int, const char *, int, const char *), FILE *out)
+/* Calls fn(out, k, key, key_len, value, value_len) for each "#[env key=value]"
+ * line in the header of the first readable file (the machine the log was
+ * measured on, as tailbusd records it). Returns how many. */
+typedef void env_fn(FILE *out, int k, const char *key, int key_len, const char *value,
+		    int value_len);
+static int each_env_line(const struct state *st, env_fn *fn, FILE *out)
 {
-	static const char prefix[] = "#[env ";
+	size_t prefix = strlen(TB_ENV_HEADER_PREFIX);
 	int n = 0;
 	for (size_t i = 0; i < st->nfiles && !n; i++) {
-		const char *p = st->files[i].text, *end = p ? p + st->files[i].len : NULL;
-		while (p && p < end && *p == '#') {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			const char *eol = nl ? nl : end;
-			const char *eq = memchr(p, '=', (size_t)(eol - p));
-			if ((size_t)(eol - p) > sizeof(prefix) && !memcmp(p, prefix, sizeof(prefix) - 1) && eq &&
-			    eol[-1] == ']') {
-				const char *key = p + sizeof(prefix) - 1;
-				fn(out, n++, key, (int)(eq - key), eq + 1);
-			}
-			p = nl ? nl + 1 : end;
+		const struct file *f = &st->files[i];
+		size_t pos = 0, len;
+		const char *line;
+		while (f->text && tb_env_next_header_line(f->text, f->len, &pos, &line, &len)) {
+			/* "#[env key=value]": key from the prefix to '=', value to ']' */
+			const char *key = line + prefix, *eq = memchr(key, '=', len - prefix);
+			const char *end = line + len - 1;
+			fn(out, n++, key, (int)(eq - key), eq + 1, (int)(end - eq - 1));
 		}
 	}
 	return n;
 }
 
-static void env_ignore(FILE *out, int k, const char *key, int key_len, const char *value)
+static void env_ignore(FILE *out, int k, const char *key, int key_len, const char *value,
+		       int value_len)
 {
-	(void)out, (void)k, (void)key, (void)key_len, (void)value;
+	(void)out, (void)k, (void)key, (void)key_len, (void)value, (void)value_len;
 }
 
-static void env_json_member(FILE *out, int k, const char *key, int key_len, const char *value)
+static void env_json_member(FILE *out, int k, const char *key, int key_len, const char *value,
+			    int value_len)
 {
-	const char *end = strchr(value, '\n');
-	int vlen = (int)((end ? end : value + strlen(value)) - value) - 1; /* drop ']' */
 	fprintf(out, "%s\"%.*s\":\"", k ? "," : "", key_len, key);
-	for (int i = 0; i < vlen; i++) {
+	for (int i = 0; i < value_len; i++) {
 		unsigned char c = (unsigned char)value[i];
 		if (c == '"' || c == '\\')
 			fprintf(out, "\\%c", c);
@@ -683,14 +717,13 @@ static void env_json_member(FILE *out, int k, const char *key, int key_len, cons
 	fputc('"', out);
 }
 
-static void env_text_item(FILE *out, int k, const char *key, int key_len, const char *value)
+static void env_text_item(FILE *out, int k, const char *key, int key_len, const char *value,
+			  int value_len)
 {
 	static const char *shown[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource", "commit"};
-	const char *end = strchr(value, '\n');
-	int vlen = (int)((end ? end : value + strlen(value)) - value) - 1;
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
 		if ((int)strlen(shown[i]) == key_len && !strncmp(key, shown[i], (size_t)key_len))
-			fprintf(out, "%s%.*s=%.*s", k ? " " : "", key_len, key, vlen, value);
+			fprintf(out, "%s%.*s=%.*s", k ? " " : "", key_len, key, value_len, value);
 	}
 }
 
@@ -926,6 +959,8 @@ static void print_hgrm(FILE *out, const struct state *st, bool csv)
 		if (st->ntags > 1)
 			fprintf(out, "%s#[Tag: %s]\n", i ? "\n" : "",
 				*st->tags[i].name ? st->tags[i].name : "(untagged)");
+		tb_report_hgrm_header(out, st->opt.start, st->opt.end,
+				      st->have_start_time ? st->first_start_time : 0.0);
 		tb_report_hgrm(out, &st->tags[i].merged, st->opt.ticks, st->opt.unit_ratio, csv);
 	}
 }
@@ -938,28 +973,114 @@ static int by_start(const void *a, const void *b)
 	return x->order < y->order ? -1 : (x->order > y->order);
 }
 
+/* used[t * nfiles + i]: tag t has a kept line from file i. NULL: no memory. */
+static bool *tag_sources(const struct state *st)
+{
+	bool *used = calloc(st->ntags * st->nfiles + 1, sizeof(*used));
+	for (size_t i = 0; used && i < st->nkept; i++)
+		used[st->kept[i].tag * st->nfiles + st->kept[i].file] = true;
+	return used;
+}
+
+/* The open-loop marks: the whole-log mark when every written tag is open-loop
+ * in an input it came from, else one per-tag mark per such tag. */
+static void write_open_loop_marks(FILE *f, struct state *st, const bool *used)
+{
+	size_t written = 0, open = 0;
+	bool *is_open = calloc(st->ntags + 1, sizeof(*is_open));
+	if (!is_open) {
+		fprintf(f, "%s\n", TB_OPEN_LOOP_MARK); /* refusing too much is the safe side */
+		return;
+	}
+	for (size_t t = 0; t < st->ntags; t++) {
+		bool any = false;
+		for (size_t i = 0; i < st->nfiles; i++) {
+			if (!used[t * st->nfiles + i])
+				continue;
+			any = true;
+			is_open[t] |= file_open_loop(&st->files[i], st->tags[t].name);
+		}
+		written += any;
+		open += is_open[t];
+	}
+	if (open && open == written) {
+		fprintf(f, "%s\n", TB_OPEN_LOOP_MARK);
+	} else {
+		char line[TB_LOG_TAG_MAX + sizeof(TB_OPEN_LOOP_TAG_PREFIX) + 2];
+		for (size_t t = 0; t < st->ntags; t++) {
+			if (is_open[t] && tb_log_format_open_loop_tag(line, sizeof(line), st->tags[t].name) > 0)
+				fputs(line, f);
+		}
+	}
+	free(is_open);
+}
+
+static void write_sources(FILE *f, const struct state *st, const bool *used)
+{
+	char line[HEADER_LINE_MAX + 1];
+	for (size_t t = 0; t < st->ntags; t++) {
+		for (size_t i = 0; i < st->nfiles; i++) {
+			if (used[t * st->nfiles + i] &&
+			    tb_log_format_source(line, sizeof(line), st->tags[t].name, st->files[i].path) > 0)
+				fputs(line, f);
+		}
+	}
+}
+
+/* The env lines of the first used input that has them; a warning when
+ * another used input was measured elsewhere (its env lines differ). */
+static void write_env(FILE *f, const struct state *st)
+{
+	const struct file *from = NULL;
+	for (size_t i = 0; i < st->nfiles; i++) {
+		const struct file *g = &st->files[i];
+		size_t pos = 0, gpos = 0, n, gn;
+		const char *line, *gline;
+		if (!g->used || !tb_env_next_header_line(g->text, g->len, &gpos, &gline, &gn))
+			continue;
+		if (!from) {
+			from = g;
+			do
+				fprintf(f, "%.*s\n", (int)gn, gline);
+			while (tb_env_next_header_line(g->text, g->len, &gpos, &gline, &gn));
+			continue;
+		}
+		bool same = true, more_from, more_g = true;
+		while ((more_from = tb_env_next_header_line(from->text, from->len, &pos, &line, &n)) &&
+		       more_g) {
+			same &= n == gn && !memcmp(line, gline, n);
+			more_g = tb_env_next_header_line(g->text, g->len, &gpos, &gline, &gn);
+		}
+		if (!same || more_from || more_g)
+			tb_cli_error(VERB, "warning: %s and %s were measured on different machines or "
+				     "builds (their env lines differ); %s keeps those of %s", from->path,
+				     g->path, st->opt.output_log, from->path);
+	}
+}
+
 static int write_output_log(struct state *st)
 {
-	FILE *f = fopen(st->opt.output_log, "w");
+	bool *used = tag_sources(st);
+	FILE *f = used ? fopen(st->opt.output_log, "w") : NULL;
 	if (!f) {
-		int err = errno;
+		int err = used ? errno : ENOMEM;
 		tb_cli_error(VERB, "cannot write %s: %s", st->opt.output_log, strerror(err));
+		free(used);
 		return -err;
 	}
 	double base = st->have_start_time ? st->first_start_time : 0.0;
 	char header[1024], num[3][64];
 	int n = tb_log_format_header(header, sizeof(header), "Written by tailbus replay", base, base);
-	/* open-loop data stays marked: the mark goes after the comment line */
-	bool open_loop = false;
-	for (size_t i = 0; i < st->nfiles; i++)
-		open_loop |= st->files[i].used && st->files[i].open_loop;
-	const char *rest = n > 0 && open_loop ? strchr(header, '\n') : NULL;
+	/* what the inputs said of their data goes after the comment line */
+	const char *rest = n > 0 ? strchr(header, '\n') : NULL;
 	if (rest) {
-		fprintf(f, "%.*s%s\n", (int)(rest + 1 - header), header, TB_OPEN_LOOP_MARK);
+		fprintf(f, "%.*s", (int)(rest + 1 - header), header);
+		write_open_loop_marks(f, st, used);
+		write_sources(f, st, used);
+		write_env(f, st);
 		fputs(rest + 1, f);
-	} else {
-		fputs(header, f);
 	}
+	free(used);
 	qsort(st->kept, st->nkept, sizeof(*st->kept), by_start);
 	for (size_t i = 0; i < st->nkept; i++) {
 		const struct kept *k = &st->kept[i];
@@ -1015,7 +1136,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"correct-co", required_argument, 0, 'c'}, {"plot", required_argument, 0, 'p'},
 		{"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
 	*o = (struct options){.start = -INFINITY, .end = INFINITY, .format = FMT_TEXT,
-			      .digits = MERGE_LOG_LAYOUT, .unit_ratio = 1.0,
+			      .digits = MERGE_LOG_LAYOUT, .unit_ratio = TB_HGRM_JAVA_UNIT_RATIO,
 			      .ticks = TB_HGRM_DEFAULT_TICKS, .warmup = WARMUP_NONE};
 	int c, idx = 0;
 	int64_t n;
@@ -1086,8 +1207,10 @@ static void free_state(struct state *st)
 		tb_hist_free(&st->tags[i].merged);
 		free(st->tags[i].run);
 	}
-	for (size_t i = 0; i < st->nfiles; i++)
+	for (size_t i = 0; i < st->nfiles; i++) {
 		free(st->files[i].text);
+		free(st->files[i].marks);
+	}
 	if (st->have_corrected)
 		tb_hist_free(&st->corrected);
 	free(st->tags);

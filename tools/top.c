@@ -976,6 +976,25 @@ static void print_cell(FILE *out, int64_t ns, bool insufficient, bool approximat
 	fprintf(out, " %7s%c%c", v, insufficient ? '*' : ' ', approximate ? '~' : ' ');
 }
 
+/* How old the newest data is, in the unit a person would use: seconds up to
+ * two minutes, then minutes, hours, days (an old log read with --log is
+ * months or years old). */
+#define SEC_PER_MIN 60.0
+#define SEC_PER_HOUR 3600.0
+#define SEC_PER_DAY 86400.0
+#define AGE_UNIT_SWITCH 2.0 /* 2 min, 2 h, 2 days: then the next unit */
+static void fmt_age(char *buf, size_t cap, double s)
+{
+	if (s < AGE_UNIT_SWITCH * SEC_PER_MIN)
+		snprintf(buf, cap, "%.0f s", s);
+	else if (s < AGE_UNIT_SWITCH * SEC_PER_HOUR)
+		snprintf(buf, cap, "%.0f min", s / SEC_PER_MIN);
+	else if (s < AGE_UNIT_SWITCH * SEC_PER_DAY)
+		snprintf(buf, cap, "%.0f h", s / SEC_PER_HOUR);
+	else
+		snprintf(buf, cap, "%.0f days", s / SEC_PER_DAY);
+}
+
 static void print_row(FILE *out, const struct row *r, int nw)
 {
 	char name[NAME_WIDTH_MAX + 1], rate[32];
@@ -996,8 +1015,11 @@ static void print_row(FILE *out, const struct row *r, int nw)
 		fprintf(out, " %7" PRIu64, r->drops);
 	else
 		fprintf(out, " %7s", "-");
-	if (r->interval_s > 0 && r->age_s > IDLE_INTERVALS * r->interval_s)
-		fprintf(out, "   (no data for %.0f s)", r->age_s);
+	if (r->interval_s > 0 && r->age_s > IDLE_INTERVALS * r->interval_s) {
+		char age[32];
+		fmt_age(age, sizeof(age), r->age_s);
+		fprintf(out, "   (newest data %s old)", age);
+	}
 	fputc('\n', out);
 }
 

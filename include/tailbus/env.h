@@ -93,6 +93,13 @@ int tb_env_format_json(const tb_env *e, FILE *f);
  * whole lines that fit), or -EINVAL. */
 int tb_env_format_header_lines(const tb_env *e, char *buf, size_t cap);
 
+/* The '#[env key=value]' lines of a log's header (the '#' lines before its
+ * first other line), one per call: start with *pos = 0; returns 1 with *line
+ * pointing into text and *line_len its length (no newline, no trailing blanks
+ * or CR), or 0 when the header has no more. Never fails. */
+int tb_env_next_header_line(const char *text, size_t len, size_t *pos, const char **line,
+			    size_t *line_len);
+
 #ifdef __cplusplus
 }
 #endif

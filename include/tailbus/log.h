@@ -9,6 +9,9 @@
  * Writer: pure formatting into caller buffers, so the collector can hand the
  * bytes to io_uring; a small stdio wrapper serves the tools.
  *
+ * Input: tb_log_load gives that text from a file or stdin ("-"), inflating
+ * gzip data found by its magic number (log_input.c).
+ *
  * Reader: works over text in memory (a whole file, or a fuzzer's input). It
  * resolves relative and absolute timestamps the way the Java reader does, and
  * never stops at a bad line: it reports the line number and the field, skips
@@ -126,6 +129,63 @@ void tb_log_entry_free(tb_log_entry *e);
 
 /* Read a whole file into a malloc'd NUL-terminated buffer. 0 or -errno. */
 int tb_read_file(const char *path, char **text, size_t *len);
+
+/* Provenance: which input file a tag of a merged log came from, one comment
+ * line per tag and file, before the legend:
+ *     #[tailbus: source: tag=<tag> file=<path>]   (untagged: "untagged file=")
+ * Informative only: no reader acts on it. */
+#define TB_LOG_SOURCE_PREFIX "#[tailbus: source: "
+/* The source line of `tag` ("" for untagged) read from `path`, newline
+ * included, at most cap - 1 bytes: a path too long for it keeps its end,
+ * after "...", and its control characters and ']' print as '?'. Returns the
+ * length, -ENOSPC (cap too small even for the tag), or -EINVAL. */
+int tb_log_format_source(char *buf, size_t cap, const char *tag, const char *path);
+
+/* ---- input: files, stdin, gzip (log_input.c) ---- */
+
+/* The path that means standard input. */
+#define TB_LOG_STDIN "-"
+/* A bound on a gzip'd log's inflated text for the tools: a few minutes of
+ * per-millisecond intervals of hundreds of tags stay far below it, and a
+ * gzip bomb stops there instead of at the end of memory. */
+#define TB_LOG_INFLATED_MAX ((size_t)16 << 30)
+
+/* True when the bytes begin with gzip's magic number (RFC 1952). */
+bool tb_log_is_gzip(const void *data, size_t len);
+/* Inflate gzip data (one or more members, concatenated) into a malloc'd
+ * NUL-terminated text of at most `max` bytes. 0; -EINVAL (no gzip magic),
+ * -EBADMSG (corrupt or cut short), -EFBIG (more than max), -ENOMEM. */
+int tb_log_gunzip(const void *in, size_t n, size_t max, char **text, size_t *len);
+/* The text of a log: the whole file at `path`, or standard input for
+ * TB_LOG_STDIN, inflated when it is gzip data (by its magic number, not its
+ * name; at most `max` bytes inflated). The text is malloc'd and
+ * NUL-terminated. 0, or a negative errno: the open/read errors, -EISDIR, and
+ * those of tb_log_gunzip. */
+int tb_log_load(const char *path, size_t max, char **text, size_t *len);
+/* What a tb_log_load error means, as a phrase for "cannot read FILE: ...". */
+const char *tb_log_load_strerror(int rc);
+
+/* ---- open-loop marks ---- */
+
+/* The per-tag form of the open-loop mark, for a log whose tags differ
+ * (replay --output-log merging a tailbusd log with another tool's):
+ *     #[tailbus: open-loop tag=<tag>]      or      #[tailbus: open-loop untagged]
+ * one comment line per open-loop tag, before the legend. They begin like
+ * TB_OPEN_LOOP_MARK, so a reader that knows only the whole-log mark takes
+ * the log as open-loop throughout: it refuses too much, never too little.
+ * Java and C readers skip them as comments. */
+#define TB_OPEN_LOOP_PREFIX "#[tailbus: open-loop"
+#define TB_OPEN_LOOP_TAG_PREFIX "#[tailbus: open-loop tag="
+#define TB_OPEN_LOOP_UNTAGGED "#[tailbus: open-loop untagged]"
+
+/* The per-tag mark of `tag` ("" for untagged) and a newline into buf.
+ * Returns the length, -ENOSPC, or -EINVAL for an invalid tag. */
+int tb_log_format_open_loop_tag(char *buf, size_t cap, const char *tag);
+/* True when the log marks `tag` ("" for untagged) open-loop: by the
+ * whole-log mark (any comment line beginning with TB_OPEN_LOOP_PREFIX that
+ * is not a per-tag mark) or by the tag's own per-tag mark. Comment lines
+ * anywhere in the text count (a concatenated log keeps each part's header). */
+bool tb_log_open_loop(const char *text, size_t len, const char *tag);
 
 #ifdef __cplusplus
 }

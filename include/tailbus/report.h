@@ -24,6 +24,10 @@ extern "C" {
 /* Java's default percentile reporting resolution. */
 #define TB_HGRM_DEFAULT_TICKS 5
 
+/* HistogramLogProcessor's default -outputValueUnitRatio: the values of a
+ * nanosecond log print in milliseconds. */
+#define TB_HGRM_JAVA_UNIT_RATIO 1e6
+
 /* Format v with `frac` digits after the point, right-aligned in `width`
  * (0 = no padding), as java.util.Formatter's "%width.fracf" does.
  * Returns the length written (snprintf semantics). */
@@ -33,6 +37,14 @@ int tb_fmt_java_fixed(char *buf, size_t cap, double v, int width, int frac);
  * `ticks` percentile ticks per half distance, text (with footer) or CSV.
  * Returns 0 or -EIO. */
 int tb_report_hgrm(FILE *out, const tb_hist *h, int ticks, double unit_ratio, bool csv);
+
+/* The two lines HistogramLogProcessor writes at the top of its .hgrm file:
+ *   #[Overall percentile distribution between S and E seconds (relative to StartTime)]
+ *   #[StartTime: T (seconds since epoch), <date>]
+ * S and E bound the selected range (range_end INFINITY prints "<Infinite>",
+ * range_start -INFINITY prints as 0, Java's default); the date is T in the
+ * local time zone as Java's Date.toString() prints it. Returns 0 or -EIO. */
+int tb_report_hgrm_header(FILE *out, double range_start, double range_end, double start_time_sec);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,20 @@
 /* fuzz_logline.c - libFuzzer target for the interval log reader.
  *
  * The input is the text of a log (not NUL-terminated: the reader works on a
- * length, and AddressSanitizer sees any read past it). The target reads it
+ * length, and AddressSanitizer sees any read past it), or gzip data of one:
+ * an input that begins with gzip's magic number goes through tb_log_gunzip
+ * first, as tb_log_load takes every file `tailbus replay` reads, and the
+ * text it gives is read instead. The target reads the text
  * the way `tailbus replay` does: tb_log_reader_next() until it returns 0,
  * going on after every rejected line, with one entry reused throughout and
  * freed at the end.
  *
  * What must hold on every call:
+ *   - gzip data inflates to a NUL-terminated text of at most FUZZ_INFLATED_MAX
+ *     bytes, or is refused with -EBADMSG or -EFBIG (never -ENOMEM, nor a
+ *     partial text);
+ *   - tb_log_open_loop answers for the first tag read, and for the untagged
+ *     lines, without reading past the text;
  *   - the result is 1 (an interval), 0 (end) or -EINVAL / -ENOTSUP (a line
  *     skipped), with r->err naming that line; never -ENOMEM, which makes
  *     `tailbus replay` stop reading (see FUZZ_ENOMEM_IS_A_BUG);
@@ -25,12 +33,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_check.h"
 #include "tailbus/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A gzip input may inflate to at most this much text: enough for logs of
+ * thousands of lines, small enough to keep each run fast. */
+#define FUZZ_INFLATED_MAX (1u << 20)
 
 static size_t count_lines(const uint8_t *data, size_t size)
 {
@@ -90,7 +103,34 @@ static void merge_entry(struct merge *m, const tb_log_entry *e)
 	m->expected_total = want;
 }
 
+static void read_text(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!tb_log_is_gzip(data, size)) {
+		read_text(data, size);
+		return 0;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	int rc = tb_log_gunzip(data, size, FUZZ_INFLATED_MAX, &text, &len);
+	FUZZ_CHECK(rc != -ENOMEM, "gunzip: out of memory: %s", FUZZ_ENOMEM_IS_A_BUG);
+	FUZZ_CHECK(rc == 0 || rc == -EBADMSG || rc == -EFBIG, "gunzip returned %d", rc);
+	if (rc < 0)
+		return 0;
+	FUZZ_CHECK(len <= FUZZ_INFLATED_MAX, "gunzip gave %zu bytes, more than its bound", len);
+	FUZZ_CHECK(text[len] == '\0', "gunzip's text is not NUL-terminated");
+	/* a copy of exactly len bytes, so a read past the text is seen */
+	uint8_t *copy = malloc(len ? len : 1);
+	FUZZ_CHECK(copy != NULL, "out of memory copying %zu bytes", len);
+	memcpy(copy, text, len);
+	free(text);
+	read_text(copy, len);
+	free(copy);
+	return 0;
+}
+
+static void read_text(const uint8_t *data, size_t size)
 {
 	tb_log_reader r;
 	tb_log_entry e;
@@ -98,6 +138,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&e, 0, sizeof(e));
 	tb_log_reader_init(&r, (const char *)data, size);
 
+	bool first_tag_seen = false;
+	(void)tb_log_open_loop((const char *)data, size, "");
 	size_t max_calls = count_lines(data, size) + 1;
 	size_t calls = 0;
 	for (;;) {
@@ -112,6 +154,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == 1) {
 			check_entry(&r, &e);
 			merge_entry(&m, &e);
+			if (!first_tag_seen) /* one scan per input: it reads the whole text */
+				(void)tb_log_open_loop((const char *)data, size, e.tag);
+			first_tag_seen = true;
 		} else {
 			check_rejection(&r, rc, bad_before);
 		}
@@ -124,5 +169,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tb_hist_free(&m.h);
 	}
 	tb_log_entry_free(&e);
-	return 0;
 }

@@ -8,14 +8,16 @@ corpus/payload holds what fuzz_payload.c decodes: compressed V2 and V1 frames
 (base64-decoded payloads), their inflated inner buffers, a few payloads as
 base64 text, and two hand-made edge cases. corpus/logline holds short logs
 cut from the fixture logs (header plus a few lines), the four malformed
-single-line fixtures, and variants the fixtures lack (BaseTime, CRLF, a
-header without data). Every file is a few hundred bytes to a few KB, so a
+single-line fixtures, and variants the fixtures lack (BaseTime, CRLF and
+trailing blanks, a header without data, gzip'd logs: one member, two
+members, one cut short). Every file is a few hundred bytes to a few KB, so a
 fuzzer starts from valid structure without wasting time on bulk.
 
 The output is deterministic; run it again after a fixture changes:
     python3 tests/fuzz/gen_corpus.py        (from anywhere)
 """
 import base64
+import gzip
 import pathlib
 import struct
 import zlib
@@ -135,7 +137,14 @@ def logline_corpus():
         ]) + nl,
         "no-header-absolute.hlog": b"1764525600.000,1.000,100.008," + GOLDEN_B64 + nl,
         "header-only-no-newline.hlog": nl.join(header(jh2)),
+        "trailing-blanks.hlog": jh2_head.replace(nl, b" \t\r\n"),
     }
+    # gzip'd (mtime 0: the same bytes on every run)
+    gz = lambda data: gzip.compress(data, compresslevel=9, mtime=0)
+    jh3_head = seeds["jhiccup-v3-tags.hlog"]
+    seeds["jhiccup-v3-tags.hlog.gz"] = gz(jh3_head)
+    seeds["two-members.gz"] = gz(jh2_head[:200]) + gz(jh2_head[200:])
+    seeds["cut-short.gz"] = gz(jh3_head)[:-12]
     for name in ["test_tagged_invalid_histogram.txt", "test_tagged_invalid_tag_key.txt",
                  "test_tagged_invalid_timestamp.txt", "test_tagged_missing_histogram.txt"]:
         seeds[name.replace("test_tagged_", "").replace(".txt", ".line")] = (FIXTURES / name).read_bytes()
