@@ -247,12 +247,38 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 	return rc;
 }
 
+static void expired(void *ctx, uint16_t metric, bool was_start)
+{
+	tb_collector *c = ctx;
+	if (metric >= c->seg.layout.metric_capacity)
+		return;
+	if (was_start)
+		c->closer.expired[metric].unmatched_start++;
+	else
+		c->closer.expired[metric].unmatched_end++;
+}
+
+/* The scan of the whole join table runs here, off the drain threads; they
+ * wait for the lock only if a START or END comes meanwhile. */
+void tb_closer_expire(tb_collector *c, int64_t now)
+{
+	pthread_mutex_lock(&c->join_lock);
+	tb_join_expire(&c->join, now, expired, c);
+	pthread_mutex_unlock(&c->join_lock);
+}
+
 /* The interval's counts per metric: every drain thread's for the half,
- * and what the fast path recorded into the series halves. */
+ * what the fast path recorded into the series halves, and the halves
+ * expired since the last close. */
 static void sum_counts(tb_collector *c, int half)
 {
 	uint32_t metrics = c->seg.layout.metric_capacity;
 	tb_metric_counts *sum = c->closer.sum;
+	for (uint32_t m = 0; m < metrics; m++) {
+		sum[m].unmatched_start += c->closer.expired[m].unmatched_start;
+		sum[m].unmatched_end += c->closer.expired[m].unmatched_end;
+	}
+	memset(c->closer.expired, 0, metrics * sizeof(tb_metric_counts));
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
 		tb_metric_counts *dc = c->drainers[k].counts[half];
 		for (uint32_t m = 0; m < metrics; m++) {
@@ -399,7 +425,8 @@ int tb_closer_init(tb_collector *c)
 	k->sum = calloc(c->seg.layout.metric_capacity, sizeof(tb_metric_counts));
 	k->fold_grew = malloc(TB_FOLD_COUNTS * sizeof(uint64_t));
 	k->drained_seen = calloc(c->ndrainers, sizeof(uint64_t));
-	if (!k->scratch || !k->sum || !k->fold_grew || !k->drained_seen)
+	k->expired = calloc(c->seg.layout.metric_capacity, sizeof(tb_metric_counts));
+	if (!k->scratch || !k->sum || !k->fold_grew || !k->drained_seen || !k->expired)
 		return -ENOMEM;
 	return 0;
 }
@@ -412,6 +439,7 @@ void tb_closer_free(tb_collector *c)
 	free(k->sum);
 	free(k->fold_grew);
 	free(k->drained_seen);
+	free(k->expired);
 	free(k->log.p);
 	free(k->side.p);
 }

@@ -229,6 +229,7 @@ void tb_collector_fold_events(tb_collector *c)
 void tb_collector_housekeep(tb_collector *c, int64_t now)
 {
 	tb_slots_housekeep(c, now);
+	tb_closer_expire(c, now);
 	for (uint32_t k = 0; k < c->ndrainers; k++)
 		tb_drainer_housekeep(&c->drainers[k], now);
 	/* the drain threads carry out what housekeeping asked: here at once */
@@ -410,6 +411,7 @@ static void tick(tb_collector *c, int64_t mono)
 	tb_series_prefault(c);
 	if (mono >= c->next_housekeep_ns) {
 		tb_slots_housekeep(c, mono);
+		tb_closer_expire(c, mono);
 		c->next_housekeep_ns = mono + TB_COLLECTOR_HOUSEKEEP_NS;
 		report_io_error(c, tb_writer_poll(c->writer));
 	}

@@ -324,6 +324,7 @@ typedef struct tb_collector {
 		int half;           /* its half of every series */
 		tb_hist merged;     /* scratch for one metric's interval; the layout of every series */
 		tb_metric_counts *sum; /* per metric: the interval's counts, all drain threads */
+		tb_metric_counts *expired; /* per metric: halves expired since the last close */
 		uint64_t *fold_grew;
 		uint8_t *scratch;   /* V2 encoding scratch */
 		size_t scratch_cap;
@@ -424,8 +425,7 @@ bool tb_drainer_switch(tb_drainer *d, int64_t now_wall_ns, bool force);
 /* Drain until this thread's rings are empty, or for as many passes as
  * empty full rings twice over. Returns the events taken. */
 uint64_t tb_drainer_drain_all(tb_drainer *d);
-/* The slot requests, join expiry and heartbeat a drain thread handles at
- * housekeeping. */
+/* What a drain thread checks of its rings at housekeeping (their headers). */
 void tb_drainer_housekeep(tb_drainer *d, int64_t now_mono_ns);
 /* At stop: every parked START/END half is reported unmatched. */
 void tb_drainer_expire_all(tb_drainer *d);
@@ -438,6 +438,9 @@ void tb_closer_free(tb_collector *c);
 /* Close the interval c->closer.start_ns (length_ns long) from the finished
  * halves of every series; every drain thread must have acked past it. */
 int tb_closer_close(tb_collector *c, int64_t length_ns);
+/* Expire START/END halves parked too long (the run loop, every 100 ms):
+ * counted unmatched in the next interval closed. */
+void tb_closer_expire(tb_collector *c, int64_t now_mono_ns);
 /* Whether every drain thread has finished interval c->closer.start_ns. */
 bool tb_closer_due(const tb_collector *c);
 

@@ -18,8 +18,7 @@
  * last stopped: no event is lost or counted twice.
  *
  * The thread also carries out the run loop's requests for its slots
- * (release a slot whose owner is gone, follow one again), and, for thread
- * 0, expires parked START/END halves. Event times are the producers'
+ * (release a slot whose owner is gone, follow one again). Event times are the producers'
  * CLOCK_MONOTONIC nanoseconds, mapped to wall-clock time with the offset
  * measured at start-up.
  */
@@ -617,11 +616,7 @@ void tb_drainer_housekeep(tb_drainer *d, int64_t now)
 		if (f->followed && !f->quarantined && !tb_slots_header_intact(c, i))
 			tb_slots_quarantine(c, i, "ring header does not match the segment's layout");
 	}
-	if (d->id == 0) {
-		pthread_mutex_lock(&c->join_lock);
-		tb_join_expire(&c->join, now, expired, d);
-		pthread_mutex_unlock(&c->join_lock);
-	}
+	(void)now;
 }
 
 void tb_drainer_expire_all(tb_drainer *d)

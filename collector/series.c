@@ -10,9 +10,11 @@
  *
  * The mapping is committed lazily by the kernel. So that no drain thread
  * takes a page fault for a new series, the run loop faults in the memory
- * of TB_SERIES_RESERVE series beyond those taken (tb_series_prefault); a
- * drain thread that outruns it faults its series in itself, counted in
- * series_unready.
+ * of series beyond those taken (TB_SERIES_RESERVE, or half as many as are
+ * taken, whichever is more; tb_series_prefault); a drain thread that
+ * outruns it (a burst of new (slot, metric) pairs within a millisecond)
+ * faults its series in itself, counted in series_unready and reported by
+ * tailbusd at exit.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -103,7 +105,9 @@ static void fault_in(tb_collector *c, uint32_t from, uint32_t to)
 void tb_series_prefault(tb_collector *c)
 {
 	uint32_t taken = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
-	uint32_t want = taken + TB_SERIES_RESERVE;
+	/* ahead by the reserve, or by half of what is taken when that is
+	 * more: rings that start many metrics at once come in bursts */
+	uint32_t want = taken + (taken / 2 > TB_SERIES_RESERVE ? taken / 2 : TB_SERIES_RESERVE);
 	if (want > c->cfg.max_series)
 		want = c->cfg.max_series;
 	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
@@ -126,7 +130,7 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 		return NULL;
 	}
 	if (n >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE)) {
-		c->series_unready++;
+		__atomic_add_fetch(&c->series_unready, 1, __ATOMIC_RELAXED);
 		fault_in(c, n, n + 1);
 	}
 	s = &c->series[n];

@@ -299,6 +299,9 @@ int main(int argc, char **argv)
 	if (exhausted)
 		fprintf(stderr, "tailbusd: %llu events had no histogram left (raise the series pool)\n",
 			(unsigned long long)exhausted);
+	if (c.series_unready)
+		fprintf(stderr, "tailbusd: %llu series were faulted in by a drain thread, not ahead of it\n",
+			(unsigned long long)c.series_unready);
 	if (c.closer.behind)
 		fprintf(stderr, "tailbusd: %llu closes fell behind by an interval or more\n",
 			(unsigned long long)c.closer.behind);
