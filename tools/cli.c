@@ -20,6 +20,34 @@ void tb_cli_error(const char *verb, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void tb_cli_bad_value(const char *verb, const char *opt, const char *arg, const char *why_fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "tailbus %s: bad value '%s' for --%s: ", verb, arg, opt);
+	va_start(ap, why_fmt);
+	vfprintf(stderr, why_fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_unit_spec *spec,
+		 int64_t *out)
+{
+	int rc = tb_unit_parse(arg, spec, out);
+	if (rc == 0)
+		return true;
+	char why[128];
+	if (tb_unit_why(why, sizeof(why), rc, spec) < 0)
+		snprintf(why, sizeof(why), "%s", strerror(-rc));
+	tb_cli_bad_value(verb, opt, arg, "%s", why);
+	return false;
+}
+
+void tb_cli_version(void)
+{
+	printf("tailbus %s\n", tb_version());
+}
+
 bool tb_cli_parse_double(const char *s, double *out)
 {
 	char *end;
