@@ -132,11 +132,12 @@ window_60() {
 }
 check "--once --json --window 60: count, percentiles and max equal what was sent" window_60
 
-# the newest interval of a tag, as its own log: replay counts it independently
-newest_logged() { # tag
+# the newest N (default 1) intervals of a tag, as their own log: replay counts
+# them independently
+newest_logged() { # tag [N]
 	local log
 	log=$(ls "$tmp/$BUS"/log/*.hlog)
-	{ grep -v '^Tag=' "$log"; grep "^Tag=$1," "$log" | tail -1; } >"$tmp/newest.hlog"
+	{ grep -v '^Tag=' "$log"; grep "^Tag=$1," "$log" | tail -"${2:-1}"; } >"$tmp/newest.hlog"
 	"$TAILBUS" replay "$tmp/newest.hlog" --format csv | awk -F, -v t="$1" '$1 == t { print $3 }'
 }
 
@@ -149,10 +150,25 @@ window_1() {
 }
 check "--window 1: one interval, the count of the newest logged interval" window_1
 
+# any duration, in any unit, is whole intervals of the bus's (1 s here)
+window_units() {
+	local w pair
+	for pair in 2s:2 2000ms:2 2:2 1.6:1.6; do
+		w=${pair%:*}
+		run_top $BUS --once --json --window "$w" >"$tmp/w2.json" || return 1
+		expect_eq "$w window_s" "$(json_get "$tmp/w2.json" window_s)" "${pair#*:}" || return 1
+		for m in m0 m2; do
+			expect_eq "$w $m intervals" "$(metric_field "$tmp/w2.json" $m intervals)" 2 || return 1
+			expect_eq "$w $m count" "$(metric_field "$tmp/w2.json" $m count)" "$(newest_logged $m 2)" || return 1
+		done
+	done
+}
+check "--window 2s, 2000ms, 2 and 1.6: two intervals, the count of the newest two logged" window_units
+
 text_table() {
 	run_top $BUS --once --window 10 >"$tmp/text.out" || return 1
 	local ok=0
-	grep -q "bus $BUS   window 10 s" "$tmp/text.out" || { echo "  no header"; ok=1; }
+	grep -q "bus $BUS   window 10s (10 intervals of 1 s)" "$tmp/text.out" || { echo "  no header"; ok=1; }
 	grep -qE "segment $tmp/$BUS/seg/$BUS.tailbus, (4 KiB pages \(not hugepages\)|[0-9]+ [MG]iB hugepages)" \
 		"$tmp/text.out" || { echo "  no segment/page size line"; ok=1; }
 	grep -q "collector pid $live_pid, heartbeat fresh" "$tmp/text.out" || { echo "  no collector line"; ok=1; }
@@ -431,10 +447,15 @@ fails_with() { # status, pattern, then the command
 errors() {
 	fails_with 1 "^tailbus top: no bus 'nosuch' in $tmp/$BUS/seg " \
 		"$TAILBUS" top --bus nosuch --dir "$tmp/$BUS/seg" --once &&
-		fails_with 2 "bad value '5' for --window \(use 1, 10 or 60" run_top $BUS --once --window 5 &&
+		fails_with 2 "bad value '500ms' for --window: shorter than one interval of bus $BUS \(1s\)" \
+			run_top $BUS --once --window 500ms &&
+		fails_with 2 "bad value '2m' for --window: longer than the live area of bus $BUS keeps: 64 intervals of 1s" \
+			run_top $BUS --once --window 2m &&
+		fails_with 2 "bad value '10x' for --window: not a duration" run_top $BUS --once --window 10x &&
+		fails_with 2 "bad value '-1' for --window: must be at least" run_top $BUS --once --window -1 &&
 		fails_with 2 "option '--window' needs a value" run_top $BUS --window &&
 		fails_with 2 "not both" "$TAILBUS" top --bus $BUS --log x --once &&
-		fails_with 2 "bad value '1' for --interval-ms" run_top $BUS --interval-ms 1 &&
+		fails_with 2 "bad value '1' for --interval-ms: must be at least 10ms" run_top $BUS --interval-ms 1 &&
 		fails_with 1 "cannot read $tmp/none.hlog: No such file" "$TAILBUS" top --log "$tmp/none.hlog" --once
 }
 check "errors: no bus (named, with the directory searched) exits 1; bad options exit 2, named" errors
