@@ -157,6 +157,10 @@ int tb_unit_why(char *buf, size_t cap, int err, const tb_unit_spec *spec)
 		len = snprintf(buf, cap, "must be at least %s", bound);
 		break;
 	case -ERANGE:
+		if (spec->max == INT64_MAX) {
+			len = snprintf(buf, cap, "too large");
+			break;
+		}
 		tb_unit_format(bound, sizeof(bound), spec->kind, spec->max);
 		len = snprintf(buf, cap, "must be at most %s", bound);
 		break;

@@ -227,6 +227,9 @@ static void why_names_the_bound_or_the_spelling(void **state)
 	assert_true(tb_unit_why(buf, sizeof(buf), -EINVAL, &bytes) > 0);
 	assert_string_equal(buf, "not a size (bytes, or a number and K, M or G: powers of 1024)");
 	assert_int_equal(tb_unit_why(buf, 4, -ERANGE, &bytes), -ENOSPC);
+	/* no bound to name when the only limit is int64's */
+	assert_true(tb_unit_why(buf, sizeof(buf), -ERANGE, &any_ns) > 0);
+	assert_string_equal(buf, "too large");
 }
 
 int main(void)

@@ -68,7 +68,8 @@ int tb_unit_parse(const char *s, const tb_unit_spec *spec, int64_t *out);
 int tb_unit_format(char *buf, size_t cap, tb_unit_kind kind, int64_t v);
 
 /* Why tb_unit_parse refused a value with `err` under `spec`, as a phrase
- * ("must be at most 1h"); same returns as tb_unit_format. */
+ * ("must be at most 1h"; "too large" when max is INT64_MAX); same returns as
+ * tb_unit_format. */
 int tb_unit_why(char *buf, size_t cap, int err, const tb_unit_spec *spec);
 
 #ifdef __cplusplus
