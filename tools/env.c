@@ -21,7 +21,7 @@ enum format { FMT_TEXT, FMT_JSON, FMT_HEADER };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: tailbus env [--json | --header]\n"
+	fprintf(out, "usage: tailbus env [--json | --header] [--version]\n"
 		     "Prints the machine, kernel and command line, CPU model and count, governor,\n"
 		     "isolated CPUs, huge pages, THP, clocksource, compiler, version and commit.\n"
 		     "Anything that cannot be read shows as 'unknown'. --header prints them as\n"
@@ -65,6 +65,7 @@ int tb_cmd_env(int argc, char **argv)
 		{"json", no_argument, 0, 'j'},
 		{"header", no_argument, 0, 'H'},
 		{"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, 'V'},
 		{0, 0, 0, 0}};
 	enum format format = FMT_TEXT;
 	int c;
@@ -75,6 +76,7 @@ int tb_cmd_env(int argc, char **argv)
 		case 'j': format = FMT_JSON; break;
 		case 'H': format = FMT_HEADER; break;
 		case 'h': usage(stdout); return TB_EXIT_OK;
+		case 'V': tb_cli_version(); return TB_EXIT_OK;
 		default:
 			bad_option(argv[optind - 1]);
 			usage(stderr);
