@@ -4,6 +4,7 @@
 #include "tailbus/env.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +42,19 @@ bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_un
 		snprintf(why, sizeof(why), "%s", strerror(-rc));
 	tb_cli_bad_value(verb, opt, arg, "%s", why);
 	return false;
+}
+
+void tb_cli_bad_option(const char *verb, int c, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	if (c == ':')
+		tb_cli_error(verb, "option '%s' needs a value", arg);
+	else if (optopt && eq && !strncmp(arg, "--", 2))
+		tb_cli_error(verb, "option '%.*s' takes no value", (int)(eq - arg), arg);
+	else if (optopt && strncmp(arg, "--", 2))
+		tb_cli_error(verb, "unknown option '-%c'", optopt);
+	else
+		tb_cli_error(verb, "unknown option '%s'", arg);
 }
 
 void tb_cli_version(void)

@@ -28,6 +28,10 @@ void tb_cli_bad_value(const char *verb, const char *opt, const char *arg, const 
  * bounds); false, after the bad-value sentence with its reason, if refused. */
 bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_unit_spec *spec,
 		 int64_t *out);
+/* What getopt_long (optstring ":", opterr 0) returned for a bad option, as
+ * one sentence: `c` is ':' (a value missing) or '?' (an unknown option, or a
+ * flag given a value); `arg` is argv[optind - 1]. */
+void tb_cli_bad_option(const char *verb, int c, const char *arg);
 /* --version: "tailbus VERSION" on stdout (the same for every verb). */
 void tb_cli_version(void);
 /* Whole-string number parsing: false on junk, empty or out-of-range text. */

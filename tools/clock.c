@@ -708,18 +708,6 @@ static void usage(FILE *out)
 		DEFAULT_SAMPLES, MIN_SAMPLES, MAX_SAMPLES);
 }
 
-/* getopt_long's '?': an unknown option, or a flag given a value. */
-static void bad_option(const char *arg)
-{
-	const char *eq = strchr(arg, '=');
-	if (optopt && eq && !strncmp(arg, "--", 2))
-		tb_cli_error(VERB, "option '%.*s' takes no value", (int)(eq - arg), arg);
-	else if (optopt && strncmp(arg, "--", 2))
-		tb_cli_error(VERB, "unknown option '-%c'", optopt);
-	else
-		tb_cli_error(VERB, "unknown option '%s'", arg);
-}
-
 static int parse(int argc, char **argv, struct run *run)
 {
 	static const struct option longs[] = {{"json", no_argument, 0, 'j'},
@@ -740,11 +728,8 @@ static int parse(int argc, char **argv, struct run *run)
 			break;
 		case 'h': usage(stdout); return 1;
 		case 'V': tb_cli_version(); return 1;
-		case ':':
-			tb_cli_error(VERB, "option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
 		default:
-			bad_option(argv[optind - 1]);
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}

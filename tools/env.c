@@ -47,18 +47,6 @@ static int print(const tb_env *e, enum format format)
 	return tb_env_format_text(e, stdout);
 }
 
-/* getopt_long's '?': an unknown option, or a flag given a value. */
-static void bad_option(const char *arg)
-{
-	const char *eq = strchr(arg, '=');
-	if (optopt && eq && !strncmp(arg, "--", 2))
-		tb_cli_error(VERB, "option '%.*s' takes no value", (int)(eq - arg), arg);
-	else if (optopt && strncmp(arg, "--", 2))
-		tb_cli_error(VERB, "unknown option '-%c'", optopt);
-	else
-		tb_cli_error(VERB, "unknown option '%s'", arg);
-}
-
 int tb_cmd_env(int argc, char **argv)
 {
 	static const struct option longs[] = {
@@ -78,7 +66,7 @@ int tb_cmd_env(int argc, char **argv)
 		case 'h': usage(stdout); return TB_EXIT_OK;
 		case 'V': tb_cli_version(); return TB_EXIT_OK;
 		default:
-			bad_option(argv[optind - 1]);
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
 			usage(stderr);
 			return TB_EXIT_USAGE;
 		}

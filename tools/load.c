@@ -1293,12 +1293,14 @@ static int parse(int argc, char **argv, struct config *c)
 		{"version", no_argument, 0, 'V'},	    {0, 0, 0, 0}};
 	int opt, idx = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", longs, &idx)) != -1) {
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
 		if (opt == 'h' || opt == 'V') {
 			opt == 'h' ? usage(stdout) : tb_cli_version();
 			return 1;
 		}
-		if (opt == '?') {
+		if (opt == '?' || opt == ':') {
+			tb_cli_bad_option(VERB, opt, argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}

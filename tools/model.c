@@ -180,7 +180,8 @@ static int parse(int argc, char **argv, struct model *m, const char **log)
 	int64_t v;
 	int c, idx = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longs, &idx)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
 		const char *name = longs[idx].name;
 		bool ok = true;
 		switch (c) {
@@ -194,7 +195,10 @@ static int parse(int argc, char **argv, struct model *m, const char **log)
 		case 'u': ok = tb_cli_unit(VERB, name, optarg, &service_spec, &m->service_ns); break;
 		case 'd': ok = tb_cli_unit(VERB, name, optarg, &duration_spec, &m->duration_ns); break;
 		case 's': ok = tb_cli_unit(VERB, name, optarg, &stall_spec, &m->stall_ns); break;
-		default: usage(stderr); return -EINVAL;
+		default:
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
+			usage(stderr);
+			return -EINVAL;
 		}
 		if (!ok)
 			return -EINVAL;

@@ -1038,7 +1038,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	int c, idx = 0;
 	int64_t n = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longs, &idx)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
 		const char *name = longs[idx].name;
 		bool ok = true;
 		switch (c) {
@@ -1078,7 +1079,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'p': o->plot_dir = optarg; break;
 		case 'h': usage(stdout); return 1;
 		case 'V': tb_cli_version(); return 1;
-		default: usage(stderr); return -EINVAL;
+		default:
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
+			usage(stderr);
+			return -EINVAL;
 		}
 		if (!ok)
 			return -EINVAL;

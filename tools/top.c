@@ -1509,11 +1509,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'h': usage(stdout); return 1;
 		case 'V': tb_cli_version(); return 1;
-		case ':':
-			tb_cli_error(VERB, "option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
 		default:
-			tb_cli_error(VERB, "unknown option '%s'", argv[optind - 1]);
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}
