@@ -128,7 +128,8 @@ static int parse(int argc, char **argv, struct cli *o)
 	o->cpu = -1;
 	int c, idx = 0;
 	int64_t v = 0;
-	while ((c = getopt_long(argc, argv, "", longs, &idx)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
 		const char *name = longs[idx].name;
 		bool ok = true;
 		switch (c) {
@@ -155,7 +156,13 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'G': o->foreground = true; break;
 		case 'h': usage(stdout); return 1;
 		case 'V': printf("tailbusd %s\n", tb_version()); return 1;
-		default: usage(stderr); return -EINVAL;
+		case ':':
+			fprintf(stderr, "tailbusd: option '%s' needs a value\n", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			fprintf(stderr, "tailbusd: unknown option '%s'\n", argv[optind - 1]);
+			usage(stderr);
+			return -EINVAL;
 		}
 		if (!ok)
 			return -EINVAL;

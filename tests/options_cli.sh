@@ -146,6 +146,23 @@ bad_values() {
 }
 check "junk, negatives, zero and overflow: 'bad value ... for --OPT: why', exit 2" bad_values
 
+# an option no program knows, or one without its value: the first line says
+# which, in the program's name, exit 2
+unknown_options() {
+	local v
+	for v in "${VERBS[@]}"; do
+		status 2 "$TAILBUS" "$v" --bogus || return 1
+		expect_eq "$v --bogus" "$(head -1 "$tmp/err")" "tailbus $v: unknown option '--bogus'" || return 1
+	done
+	status 2 "$TAILBUSD" --bogus || return 1
+	expect_eq "tailbusd --bogus" "$(head -1 "$tmp/err")" "tailbusd: unknown option '--bogus'" || return 1
+	status 2 "$TAILBUSD" --bus || return 1
+	expect_eq "tailbusd --bus" "$(head -1 "$tmp/err")" "tailbusd: option '--bus' needs a value" || return 1
+	status 2 "$TAILBUS" load --duration || return 1
+	expect_eq "load --duration" "$(head -1 "$tmp/err")" "tailbus load: option '--duration' needs a value"
+}
+check "unknown options and missing values: 'PROGRAM: unknown option', exit 2" unknown_options
+
 # bad data is exit 1, not 2
 bad_data() {
 	status 1 "$TAILBUS" replay "$tmp/none.hlog" &&
