@@ -69,7 +69,7 @@ wait_published() {
 		got=$(run_top "$bus" --once --json --window 60 | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-print(next((m["count"] for m in d["metrics"] if m["name"] == sys.argv[1]), 0))' "$metric")
+print(next((m["count"] for m in d["metrics"] if m["metric"] == sys.argv[1]), 0))' "$metric")
 		[[ $got -eq $want ]] && return 0
 		sleep 0.1
 	done
@@ -85,7 +85,7 @@ compare_json() {
 import json, sys
 doc = json.load(open(sys.argv[1]))
 mode = sys.argv[3]
-got = {m["name"]: m for m in doc["metrics"]}
+got = {m["metric"]: m for m in doc["metrics"]}
 keys = ["count", "p50", "p90", "p99", "p99_9", "p99_99", "max"]
 ok = True
 for line in open(sys.argv[2]):
@@ -109,7 +109,7 @@ metric_field() { # file metric key: one value, lists comma-joined, else as JSON
 	python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-m = next(m for m in d["metrics"] if m["name"] == sys.argv[2])
+m = next(m for m in d["metrics"] if m["metric"] == sys.argv[2])
 v = m[sys.argv[3]]
 print(",".join(v) if isinstance(v, list) else json.dumps(v))' "$@"
 }
@@ -214,9 +214,9 @@ log_same() { # quiet|say
 	"$TAILBUS" top --log "$tmp/$BUS"/log/*.hlog --once --json --window 60 >"$tmp/log.json" || return 1
 	python3 - "$tmp/busall.json" "$tmp/log.json" "$1" <<'EOF'
 import json, sys
-bus = {m["name"]: m for m in json.load(open(sys.argv[1]))["metrics"]}
+bus = {m["metric"]: m for m in json.load(open(sys.argv[1]))["metrics"]}
 log = json.load(open(sys.argv[2]))
-got = {m["name"]: m for m in log["metrics"]}
+got = {m["tag"]: m for m in log["tags"]}
 ok = log["bus"] is None and log["bad_lines"] == 0
 for name, m in bus.items():
     g = got.get(name)
@@ -271,7 +271,7 @@ for l in open(sys.argv[1]):
     d = json.loads(l)
     if d["bad_lines"]:
         sys.exit("  a torn line was read: %s bad" % d["bad_lines"])
-    c = next((m["count"] for m in d["metrics"] if m["name"] == "m0"), 0)
+    c = next((m["count"] for m in d["tags"] if m["tag"] == "m0"), 0)
     if not seq or seq[-1] != c:
         seq.append(c)
 want = [0, int(sys.argv[2]), int(sys.argv[3])]
@@ -369,7 +369,7 @@ fresh() {
 	python3 - "$tmp/fresh.json" "$first" <<'EOF'
 import json, sys
 docs = [json.loads(l) for l in open(sys.argv[1])]
-count = lambda d: next((m["count"] for m in d["metrics"] if m["name"] == "m0"), 0)
+count = lambda d: next((m["count"] for m in d["metrics"] if m["metric"] == "m0"), 0)
 if count(docs[0]) != 300 or docs[0]["collector_pid"] != int(sys.argv[2]):
     sys.exit("  first snapshot: %s samples, pid %s" % (count(docs[0]), docs[0]["collector_pid"]))
 last = docs[-1]

@@ -1081,7 +1081,7 @@ static void print_json(const struct result *res, size_t n, const struct config *
 	else
 		printf("null");
 	printf(",\"record\":%s", b->off ? "false" : "true");
-	printf(",\"bus_ok\":%s,\"collector\":%s,\"dropped\":%" PRIu64
+	printf(",\"bus_ok\":%s,\"collector\":%s,\"drops\":%" PRIu64
 	       ",\"mode\":\"%s\",\"arrivals\":\"%s\",\"seed\":%" PRIu64 ",\"service_ns\":%" PRId64
 	       ",\"stall_every_ns\":%" PRId64 ",\"stall_ns\":%" PRId64 ",\"duration_ns\":%" PRId64
 	       ",\"warmup_ns\":%" PRId64 ",\"drain_ns\":%" PRId64 ",\"late_ns\":%" PRId64

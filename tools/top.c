@@ -1092,9 +1092,10 @@ static void print_text(FILE *out, const struct snap *sn)
 	print_legend(out, sn, approximate);
 }
 
-static void json_row(FILE *out, const struct row *r)
+/* JSON vocabulary (docs/json.md): a row is a bus's "metric" or a log's "tag". */
+static void json_row(FILE *out, const struct row *r, bool from_log)
 {
-	fprintf(out, "{\"name\":");
+	fprintf(out, "{\"%s\":", from_log ? "tag" : "metric");
 	tb_cli_json_string(out, r->name);
 	fprintf(out, ",\"intervals\":%u,\"span_s\":%.3f,\"rate\":%.3f,\"count\":%" PRId64,
 		r->intervals, r->span_s, r->rate, r->count);
@@ -1146,12 +1147,13 @@ static void print_json(FILE *out, const struct snap *sn)
 			sn->collector_fresh ? "true" : "false", sn->rings_live, sn->ring_drops,
 			sn->ring_folded);
 	}
-	fprintf(out, ",\"window_s\":%.9g,\"interval_s\":%.3f,\"time\":%.3f,\"metrics\":[",
-		(double)sn->window_ns / NS_PER_SEC, sn->interval_s, (double)sn->now_ns / NS_PER_SEC);
+	fprintf(out, ",\"window_s\":%.9g,\"interval_s\":%.3f,\"time\":%.3f,\"%s\":[",
+		(double)sn->window_ns / NS_PER_SEC, sn->interval_s, (double)sn->now_ns / NS_PER_SEC,
+		sn->from_log ? "tags" : "metrics");
 	for (size_t i = 0; i < sn->nrows; i++) {
 		if (i)
 			fputc(',', out);
-		json_row(out, &sn->rows[i]);
+		json_row(out, &sn->rows[i], sn->from_log);
 	}
 	fprintf(out, "]}\n");
 }
