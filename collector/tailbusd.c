@@ -5,6 +5,13 @@
  *            [--rotate-seconds S] [--rotate-bytes B] [--keep N] [--idle-us U]
  *            [--backoff-ns N] [--evict-lines] [--io-fallback] [--fresh] [--slots N] [--ring-events N]
  *            [--metrics N] [--fold-lanes N] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
+ *            [--version]
+ *
+ * Option values read as every tailbus tool reads them (tailbus/units.h):
+ * durations with a unit (a bare number in the option's own unit: seconds
+ * for --interval and --rotate-seconds, us for --idle-us, ns for
+ * --backoff-ns), sizes with K, M or G, counts as whole numbers, each within
+ * its bounds below; a refused value is one sentence naming the option, exit 2.
  *
  * It says at start-up where the segment is and on which pages, which write
  * path it uses and why, and where the log goes; SIGINT or SIGTERM stops it
@@ -24,9 +31,10 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "tailbus/env.h"
+#include "tailbus/units.h"
 
 #define NS_PER_SEC 1000000000LL
-#define NS_PER_US 1000LL
 
 static volatile sig_atomic_t stop_requested;
 
@@ -41,21 +49,23 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: tailbusd --bus NAME --log-dir DIR [options]\n"
 		"  --dir DIR            segment directory (default: $TAILBUS_DIR, hugetlbfs, /dev/shm)\n"
-		"  --interval T         interval length: 1s (default), 500ms, 2s\n"
+		"  --interval T         interval length: 1s (default), 500ms, 2s (1ms to 1h)\n"
 		"  --cpu N              pin the (first) drain thread to CPU N\n"
 		"  --drain-threads N    drain threads (default 1; add one when a drain thread's\n"
 		"                       CPU is busy all the time: the sidecar's drain rows)\n"
 		"  --cpus LIST          the drain threads' CPUs, one each: 2,3,4 or 2-5\n"
 		"  --close-cpu N        pin the closer (merge, encode, write) to CPU N\n"
 		"  --no-rebalance       keep each ring on the drain thread it was first given\n"
-		"  --idle-us U          sleep U us when the bus is quiet (default: busy-poll)\n"
+		"  --idle-us U          sleep U (bare: us; at most 1s) when the bus is quiet\n"
+		"                       (default: busy-poll)\n"
 		"  --backoff-ns N       after a pass that found no ring with a whole batch waiting,\n"
-		"                       spin N ns (at most 1 ms) before the next (default 2000; 0: none)\n"
+		"                       spin N (bare: ns; at most 1ms) before the next (default 2000;\n"
+		"                       0: none)\n"
 		"  --evict-lines        flush each event line it has read from every cache, so that the\n"
 		"                       producer's next write there need not ask this core (costs the\n"
 		"                       collector; helps where the two cores share no cache: bench it)\n"
-		"  --rotate-seconds S   start a new log file every S seconds\n"
-		"  --rotate-bytes B     ... or when a log file reaches B bytes\n"
+		"  --rotate-seconds S   start a new log file every S (bare: seconds; 1m, 1h)\n"
+		"  --rotate-bytes B     ... or when a log file reaches B bytes (10M, 1G)\n"
 		"  --keep N             keep only the newest N log files\n"
 		"  --io-fallback        write with a pwrite thread instead of io_uring\n"
 		"  --fresh              remove an existing segment of this bus first\n"
@@ -65,33 +75,41 @@ static void usage(FILE *out)
 		"  --group GID          create the segment 0660 for this group\n"
 		"  --mlock              lock memory (mlockall)\n"
 		"  --fifo PRIO          run SCHED_FIFO at PRIO\n"
-		"  --foreground         do not detach\n");
+		"  --foreground         do not detach\n"
+		"  --version            print the version\n"
+		"Durations take ns, us, ms, s, m or h; sizes K, M or G (powers of 1024).\n");
 }
 
-/* "1s", "250ms", "10us", "2" (seconds) -> ns; 0 on junk. */
-static int64_t parse_duration(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || v <= 0)
-		return 0;
-	double scale = !strcmp(end, "") || !strcmp(end, "s") ? 1e9
-		       : !strcmp(end, "ms")                  ? 1e6
-		       : !strcmp(end, "us")                  ? 1e3
-		       : !strcmp(end, "ns")                  ? 1.0
-							     : 0.0;
-	return (int64_t)(v * scale);
-}
+/* What each option takes. */
+#define ROTATE_MAX_NS (8760 * TB_UNIT_HOUR) /* a year */
+#define GID_MAX 4294967294LL                /* (gid_t)-1 means "no group" to chown */
+static const tb_unit_spec interval_spec = {TB_UNIT_DURATION, TB_UNIT_S, TB_UNIT_MS, TB_UNIT_HOUR};
+static const tb_unit_spec rotate_spec = {TB_UNIT_DURATION, TB_UNIT_S, 0, ROTATE_MAX_NS};
+static const tb_unit_spec rotate_bytes_spec = {TB_UNIT_SIZE, 1, 0, INT64_MAX};
+static const tb_unit_spec idle_spec = {TB_UNIT_DURATION, TB_UNIT_US, 0, TB_UNIT_S};
+static const tb_unit_spec backoff_spec = {TB_UNIT_DURATION, TB_UNIT_NS, 0, TB_UNIT_MS};
+static const tb_unit_spec cpu_spec = {TB_UNIT_COUNT, 1, 0, CPU_SETSIZE - 1};
+static const tb_unit_spec keep_spec = {TB_UNIT_COUNT, 1, 0, INT32_MAX};
+static const tb_unit_spec slots_spec = {TB_UNIT_COUNT, 1, 1, UINT32_MAX};
+static const tb_unit_spec ring_spec = {TB_UNIT_COUNT, 1, 2, 1u << 31}; /* rounded up to 2^k */
+static const tb_unit_spec metrics_spec = {TB_UNIT_COUNT, 1, 1, TB_MAX_METRICS};
+static const tb_unit_spec lanes_spec = {TB_UNIT_COUNT, 1, 0, TB_FOLD_LANES_MAX};
+static const tb_unit_spec group_spec = {TB_UNIT_COUNT, 1, 0, GID_MAX};
+static const tb_unit_spec fifo_spec = {TB_UNIT_COUNT, 1, 1, 99};
+static const tb_unit_spec drains_spec = {TB_UNIT_COUNT, 1, 1, TB_COLLECTOR_MAX_DRAINERS};
 
-static bool parse_u64(const char *s, uint64_t *out)
+/* `arg` for option `name` as `spec` says; false after the sentence that
+ * names the option and says why. */
+static bool value(const char *name, const char *arg, const tb_unit_spec *spec, int64_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (end == s || *end || errno)
-		return false;
-	*out = v;
-	return true;
+	int rc = tb_unit_parse(arg, spec, out);
+	if (rc == 0)
+		return true;
+	char why[128];
+	if (tb_unit_why(why, sizeof(why), rc, spec) < 0)
+		snprintf(why, sizeof(why), "%s", strerror(-rc));
+	fprintf(stderr, "tailbusd: bad value '%s' for --%s: %s\n", arg, name, why);
+	return false;
 }
 
 struct cli {
@@ -144,52 +162,57 @@ static int parse(int argc, char **argv, struct cli *o)
 		{"mlock", 0, 0, 'L'},      {"fifo", 1, 0, 'P'},        {"foreground", 0, 0, 'G'},
 		{"drain-threads", 1, 0, 'D'}, {"cpus", 1, 0, 'C'},    {"close-cpu", 1, 0, 'K'},
 		{"no-rebalance", 0, 0, 'N'},
-		{"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+		{"help", 0, 0, 'h'},       {"version", 0, 0, 'V'},     {0, 0, 0, 0}};
 	tb_collector_config_default(&o->cfg);
 	o->cpu = -1;
 	int c, idx = 0;
-	uint64_t v;
-	while ((c = getopt_long(argc, argv, "", longs, &idx)) != -1) {
+	int64_t v = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
+		const char *name = longs[idx].name;
 		bool ok = true;
 		switch (c) {
 		case 'b': o->cfg.bus = optarg; break;
 		case 'd': o->cfg.dir = optarg; break;
 		case 'l': o->cfg.writer.dir = optarg; break;
-		case 'c': ok = parse_u64(optarg, &v); o->cpu = (int)v; break;
-		case 'i': ok = (o->cfg.interval_ns = parse_duration(optarg)) > 0; break;
-		case 'R': ok = parse_u64(optarg, &v); o->cfg.writer.rotate_ns = (int64_t)v * NS_PER_SEC; break;
-		case 'B': ok = parse_u64(optarg, &o->cfg.writer.rotate_bytes); break;
-		case 'k': ok = parse_u64(optarg, &v); o->cfg.writer.keep_files = (int)v; break;
-		case 'u': ok = parse_u64(optarg, &v); o->cfg.idle_ns = (int64_t)v * NS_PER_US; break;
-		case 'n': ok = parse_u64(optarg, &v) && v <= 1000000u; o->cfg.backoff_ns = (int64_t)v; break;
+		case 'c': ok = value(name, optarg, &cpu_spec, &v); o->cpu = (int)v; break;
+		case 'i': ok = value(name, optarg, &interval_spec, &o->cfg.interval_ns); break;
+		case 'R': ok = value(name, optarg, &rotate_spec, &o->cfg.writer.rotate_ns); break;
+		case 'B': ok = value(name, optarg, &rotate_bytes_spec, &v); o->cfg.writer.rotate_bytes = (uint64_t)v; break;
+		case 'k': ok = value(name, optarg, &keep_spec, &v); o->cfg.writer.keep_files = (int)v; break;
+		case 'u': ok = value(name, optarg, &idle_spec, &o->cfg.idle_ns); break;
+		case 'n': ok = value(name, optarg, &backoff_spec, &o->cfg.backoff_ns); break;
 		case 'E': o->cfg.evict_lines = true; break;
 		case 'F': o->cfg.writer.force_fallback = true; break;
 		case 'f': o->cfg.fresh = true; break;
-		case 's': ok = parse_u64(optarg, &v) && v > 0; o->cfg.seg.slot_count = (uint32_t)v; break;
-		case 'r': ok = parse_u64(optarg, &v) && v > 1; o->cfg.seg.ring_capacity = (uint32_t)v; break;
-		case 'm': ok = parse_u64(optarg, &v) && v > 0; o->cfg.seg.metric_capacity = (uint32_t)v; break;
-		case 'o':
-			ok = parse_u64(optarg, &v) && v <= TB_FOLD_LANES_MAX;
-			o->cfg.seg.fold_lanes = (uint32_t)v;
-			break;
-		case 'g': ok = parse_u64(optarg, &v); o->cfg.seg.group = (gid_t)v; break;
+		case 's': ok = value(name, optarg, &slots_spec, &v); o->cfg.seg.slot_count = (uint32_t)v; break;
+		case 'r': ok = value(name, optarg, &ring_spec, &v); o->cfg.seg.ring_capacity = (uint32_t)v; break;
+		case 'm': ok = value(name, optarg, &metrics_spec, &v); o->cfg.seg.metric_capacity = (uint32_t)v; break;
+		case 'o': ok = value(name, optarg, &lanes_spec, &v); o->cfg.seg.fold_lanes = (uint32_t)v; break;
+		case 'g': ok = value(name, optarg, &group_spec, &v); o->cfg.seg.group = (gid_t)v; break;
 		case 'L': o->mlock = true; break;
-		case 'P': ok = parse_u64(optarg, &v) && v >= 1 && v <= 99; o->fifo = (int)v; break;
+		case 'P': ok = value(name, optarg, &fifo_spec, &v); o->fifo = (int)v; break;
 		case 'G': o->foreground = true; break;
-		case 'D':
-			ok = parse_u64(optarg, &v) && v >= 1 && v <= TB_COLLECTOR_MAX_DRAINERS;
-			o->cfg.drain_threads = (uint32_t)v;
+		case 'D': ok = value(name, optarg, &drains_spec, &v); o->cfg.drain_threads = (uint32_t)v; break;
+		case 'C':
+			if (!(ok = parse_cpus(optarg, o)))
+				fprintf(stderr, "tailbusd: bad value '%s' for --cpus: a list of CPUs, e.g. 2,3 or 2-5, "
+					"at most %d\n", optarg, TB_COLLECTOR_MAX_DRAINERS);
 			break;
-		case 'C': ok = parse_cpus(optarg, o); break;
-		case 'K': ok = parse_u64(optarg, &v) && v < CPU_SETSIZE; o->cfg.close_cpu = (int)v; break;
+		case 'K': ok = value(name, optarg, &cpu_spec, &v); o->cfg.close_cpu = (int)v; break;
 		case 'N': o->cfg.rebalance = false; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -EINVAL;
-		}
-		if (!ok) {
-			fprintf(stderr, "tailbusd: bad value '%s' for --%s\n", optarg, longs[idx].name);
+		case 'V': printf("tailbusd %s\n", tb_version()); return 1;
+		case ':':
+			fprintf(stderr, "tailbusd: option '%s' needs a value\n", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			fprintf(stderr, "tailbusd: unknown option '%s'\n", argv[optind - 1]);
+			usage(stderr);
 			return -EINVAL;
 		}
+		if (!ok)
+			return -EINVAL;
 	}
 	if (o->ncpus && o->cfg.drain_threads == 1)
 		o->cfg.drain_threads = o->ncpus; /* one drain thread a CPU */

@@ -31,9 +31,10 @@
 #define TB_ENV_X86 1
 #endif
 
-/* Set by the build (meson passes the project version and `git rev-parse`). */
+/* Set by the build (meson passes the project version and `git rev-parse`):
+ * meson.build's project version is the one place the version is written. */
 #ifndef TB_VERSION
-#define TB_VERSION "0.1.0"
+#error "TB_VERSION is meson.build's project version: lib/meson.build passes it"
 #endif
 #ifndef TB_GIT_COMMIT
 #define TB_GIT_COMMIT "unknown"
@@ -451,6 +452,11 @@ static void collect_hugepages(tb_env *e)
 	}
 	if (!n)
 		set(e->hugepages, sizeof(e->hugepages), NONE);
+}
+
+const char *tb_version(void)
+{
+	return TB_VERSION;
 }
 
 static void collect_build(tb_env *e)

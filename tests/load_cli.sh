@@ -177,7 +177,7 @@ holds_rate() {
 	# allow: one per 1/rate of stolen time, plus one per gap.
 	expect hold '
 need(rc == 0, "exit %d" % rc)
-need(d["bus_ok"] and d["dropped"] == 0, "bus_ok %s, dropped %d" % (d["bus_ok"], d["dropped"]))
+need(d["bus_ok"] and d["drops"] == 0, "bus_ok %s, drops %d" % (d["bus_ok"], d["drops"]))
 need(r["count"] == 5000, "count %d, want 5000" % r["count"])
 need(r["late_held"] == 0, "%d sends held back at a rate the engine holds" % r["late_held"])
 need(r["late_busy"] <= r["count"] // 1000, "%d sends late while the generator was busy" % r["late_busy"])

@@ -69,7 +69,7 @@ wait_published() {
 		got=$(run_top "$bus" --once --json --window 60 | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-print(next((m["count"] for m in d["metrics"] if m["name"] == sys.argv[1]), 0))' "$metric")
+print(next((m["count"] for m in d["metrics"] if m["metric"] == sys.argv[1]), 0))' "$metric")
 		[[ $got -eq $want ]] && return 0
 		sleep 0.1
 	done
@@ -85,7 +85,7 @@ compare_json() {
 import json, sys
 doc = json.load(open(sys.argv[1]))
 mode = sys.argv[3]
-got = {m["name"]: m for m in doc["metrics"]}
+got = {m["metric"]: m for m in doc["metrics"]}
 keys = ["count", "p50", "p90", "p99", "p99_9", "p99_99", "max"]
 ok = True
 for line in open(sys.argv[2]):
@@ -109,7 +109,7 @@ metric_field() { # file metric key: one value, lists comma-joined, else as JSON
 	python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-m = next(m for m in d["metrics"] if m["name"] == sys.argv[2])
+m = next(m for m in d["metrics"] if m["metric"] == sys.argv[2])
 v = m[sys.argv[3]]
 print(",".join(v) if isinstance(v, list) else json.dumps(v))' "$@"
 }
@@ -132,11 +132,12 @@ window_60() {
 }
 check "--once --json --window 60: count, percentiles and max equal what was sent" window_60
 
-# the newest interval of a tag, as its own log: replay counts it independently
-newest_logged() { # tag
+# the newest N (default 1) intervals of a tag, as their own log: replay counts
+# them independently
+newest_logged() { # tag [N]
 	local log
 	log=$(ls "$tmp/$BUS"/log/*.hlog)
-	{ grep -v '^Tag=' "$log"; grep "^Tag=$1," "$log" | tail -1; } >"$tmp/newest.hlog"
+	{ grep -v '^Tag=' "$log"; grep "^Tag=$1," "$log" | tail -"${2:-1}"; } >"$tmp/newest.hlog"
 	"$TAILBUS" replay "$tmp/newest.hlog" --format csv | awk -F, -v t="$1" '$1 == t { print $3 }'
 }
 
@@ -149,10 +150,25 @@ window_1() {
 }
 check "--window 1: one interval, the count of the newest logged interval" window_1
 
+# any duration, in any unit, is whole intervals of the bus's (1 s here)
+window_units() {
+	local w pair
+	for pair in 2s:2 2000ms:2 2:2 1.6:1.6; do
+		w=${pair%:*}
+		run_top $BUS --once --json --window "$w" >"$tmp/w2.json" || return 1
+		expect_eq "$w window_s" "$(json_get "$tmp/w2.json" window_s)" "${pair#*:}" || return 1
+		for m in m0 m2; do
+			expect_eq "$w $m intervals" "$(metric_field "$tmp/w2.json" $m intervals)" 2 || return 1
+			expect_eq "$w $m count" "$(metric_field "$tmp/w2.json" $m count)" "$(newest_logged $m 2)" || return 1
+		done
+	done
+}
+check "--window 2s, 2000ms, 2 and 1.6: two intervals, the count of the newest two logged" window_units
+
 text_table() {
 	run_top $BUS --once --window 10 >"$tmp/text.out" || return 1
 	local ok=0
-	grep -q "bus $BUS   window 10 s" "$tmp/text.out" || { echo "  no header"; ok=1; }
+	grep -q "bus $BUS   window 10s (10 intervals of 1 s)" "$tmp/text.out" || { echo "  no header"; ok=1; }
 	grep -qE "segment $tmp/$BUS/seg/$BUS.tailbus, (4 KiB pages \(not hugepages\)|[0-9]+ [MG]iB hugepages)" \
 		"$tmp/text.out" || { echo "  no segment/page size line"; ok=1; }
 	grep -q "collector pid $live_pid, heartbeat fresh" "$tmp/text.out" || { echo "  no collector line"; ok=1; }
@@ -198,9 +214,9 @@ log_same() { # quiet|say
 	"$TAILBUS" top --log "$tmp/$BUS"/log/*.hlog --once --json --window 60 >"$tmp/log.json" || return 1
 	python3 - "$tmp/busall.json" "$tmp/log.json" "$1" <<'EOF'
 import json, sys
-bus = {m["name"]: m for m in json.load(open(sys.argv[1]))["metrics"]}
+bus = {m["metric"]: m for m in json.load(open(sys.argv[1]))["metrics"]}
 log = json.load(open(sys.argv[2]))
-got = {m["name"]: m for m in log["metrics"]}
+got = {m["tag"]: m for m in log["tags"]}
 ok = log["bus"] is None and log["bad_lines"] == 0
 for name, m in bus.items():
     g = got.get(name)
@@ -255,7 +271,7 @@ for l in open(sys.argv[1]):
     d = json.loads(l)
     if d["bad_lines"]:
         sys.exit("  a torn line was read: %s bad" % d["bad_lines"])
-    c = next((m["count"] for m in d["metrics"] if m["name"] == "m0"), 0)
+    c = next((m["count"] for m in d["tags"] if m["tag"] == "m0"), 0)
     if not seq or seq[-1] != c:
         seq.append(c)
 want = [0, int(sys.argv[2]), int(sys.argv[3])]
@@ -353,7 +369,7 @@ fresh() {
 	python3 - "$tmp/fresh.json" "$first" <<'EOF'
 import json, sys
 docs = [json.loads(l) for l in open(sys.argv[1])]
-count = lambda d: next((m["count"] for m in d["metrics"] if m["name"] == "m0"), 0)
+count = lambda d: next((m["count"] for m in d["metrics"] if m["metric"] == "m0"), 0)
 if count(docs[0]) != 300 or docs[0]["collector_pid"] != int(sys.argv[2]):
     sys.exit("  first snapshot: %s samples, pid %s" % (count(docs[0]), docs[0]["collector_pid"]))
 last = docs[-1]
@@ -431,10 +447,15 @@ fails_with() { # status, pattern, then the command
 errors() {
 	fails_with 1 "^tailbus top: no bus 'nosuch' in $tmp/$BUS/seg " \
 		"$TAILBUS" top --bus nosuch --dir "$tmp/$BUS/seg" --once &&
-		fails_with 2 "bad value '5' for --window \(use 1, 10 or 60" run_top $BUS --once --window 5 &&
+		fails_with 2 "bad value '500ms' for --window: shorter than one interval of bus $BUS \(1s\)" \
+			run_top $BUS --once --window 500ms &&
+		fails_with 2 "bad value '2m' for --window: longer than the live area of bus $BUS keeps: 64 intervals of 1s" \
+			run_top $BUS --once --window 2m &&
+		fails_with 2 "bad value '10x' for --window: not a duration" run_top $BUS --once --window 10x &&
+		fails_with 2 "bad value '-1' for --window: must be at least" run_top $BUS --once --window -1 &&
 		fails_with 2 "option '--window' needs a value" run_top $BUS --window &&
 		fails_with 2 "not both" "$TAILBUS" top --bus $BUS --log x --once &&
-		fails_with 2 "bad value '1' for --interval-ms" run_top $BUS --interval-ms 1 &&
+		fails_with 2 "bad value '1' for --interval-ms: must be at least 10ms" run_top $BUS --interval-ms 1 &&
 		fails_with 1 "cannot read $tmp/none.hlog: No such file" "$TAILBUS" top --log "$tmp/none.hlog" --once
 }
 check "errors: no bus (named, with the directory searched) exits 1; bad options exit 2, named" errors

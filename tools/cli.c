@@ -4,6 +4,7 @@
 #include "tailbus/env.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,47 @@ void tb_cli_error(const char *verb, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+void tb_cli_bad_value(const char *verb, const char *opt, const char *arg, const char *why_fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "tailbus %s: bad value '%s' for --%s: ", verb, arg, opt);
+	va_start(ap, why_fmt);
+	vfprintf(stderr, why_fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_unit_spec *spec,
+		 int64_t *out)
+{
+	int rc = tb_unit_parse(arg, spec, out);
+	if (rc == 0)
+		return true;
+	char why[128];
+	if (tb_unit_why(why, sizeof(why), rc, spec) < 0)
+		snprintf(why, sizeof(why), "%s", strerror(-rc));
+	tb_cli_bad_value(verb, opt, arg, "%s", why);
+	return false;
+}
+
+void tb_cli_bad_option(const char *verb, int c, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	if (c == ':')
+		tb_cli_error(verb, "option '%s' needs a value", arg);
+	else if (optopt && eq && !strncmp(arg, "--", 2))
+		tb_cli_error(verb, "option '%.*s' takes no value", (int)(eq - arg), arg);
+	else if (optopt && strncmp(arg, "--", 2))
+		tb_cli_error(verb, "unknown option '-%c'", optopt);
+	else
+		tb_cli_error(verb, "unknown option '%s'", arg);
+}
+
+void tb_cli_version(void)
+{
+	printf("tailbus %s\n", tb_version());
 }
 
 bool tb_cli_parse_double(const char *s, double *out)

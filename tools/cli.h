@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "tailbus/units.h"
+
 /* Exit statuses: 0 all good; 1 a problem with some input (output still
  * printed from everything that was good); 2 bad usage. */
 #define TB_EXIT_OK 0
@@ -18,6 +20,20 @@
 #define TB_EXIT_USAGE 2
 
 void tb_cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "tailbus VERB: bad value 'ARG' for --OPT: WHY", every option's refusal; `opt`
+ * without its dashes. */
+void tb_cli_bad_value(const char *verb, const char *opt, const char *arg, const char *why_fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* ARG as `spec` says (tailbus/units.h: durations, sizes, counts, with their
+ * bounds); false, after the bad-value sentence with its reason, if refused. */
+bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_unit_spec *spec,
+		 int64_t *out);
+/* What getopt_long (optstring ":", opterr 0) returned for a bad option, as
+ * one sentence: `c` is ':' (a value missing) or '?' (an unknown option, or a
+ * flag given a value); `arg` is argv[optind - 1]. */
+void tb_cli_bad_option(const char *verb, int c, const char *arg);
+/* --version: "tailbus VERSION" on stdout (the same for every verb). */
+void tb_cli_version(void);
 /* Whole-string number parsing: false on junk, empty or out-of-range text. */
 bool tb_cli_parse_double(const char *s, double *out);
 bool tb_cli_parse_i64(const char *s, int64_t *out);

@@ -700,7 +700,7 @@ static void print_json(const struct run *run)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tailbus clock [--json] [--samples N]\n"
+		"usage: tailbus clock [--json] [--samples N] [--version]\n"
 		"Shows the clocksource and TSC flags, then for each clock the cost of one read\n"
 		"and the distribution of back-to-back deltas (p50, p99, max, smallest non-zero)\n"
 		"over N reads (default %d, from %d to %d), whether a read makes a system\n"
@@ -708,24 +708,14 @@ static void usage(FILE *out)
 		DEFAULT_SAMPLES, MIN_SAMPLES, MAX_SAMPLES);
 }
 
-/* getopt_long's '?': an unknown option, or a flag given a value. */
-static void bad_option(const char *arg)
-{
-	const char *eq = strchr(arg, '=');
-	if (optopt && eq && !strncmp(arg, "--", 2))
-		tb_cli_error(VERB, "option '%.*s' takes no value", (int)(eq - arg), arg);
-	else if (optopt && strncmp(arg, "--", 2))
-		tb_cli_error(VERB, "unknown option '-%c'", optopt);
-	else
-		tb_cli_error(VERB, "unknown option '%s'", arg);
-}
-
 static int parse(int argc, char **argv, struct run *run)
 {
 	static const struct option longs[] = {{"json", no_argument, 0, 'j'},
 					      {"samples", required_argument, 0, 'n'},
 					      {"help", no_argument, 0, 'h'},
+					      {"version", no_argument, 0, 'V'},
 					      {0, 0, 0, 0}};
+	static const tb_unit_spec samples = {TB_UNIT_COUNT, 1, MIN_SAMPLES, MAX_SAMPLES};
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -733,19 +723,13 @@ static int parse(int argc, char **argv, struct run *run)
 		switch (c) {
 		case 'j': run->json = true; break;
 		case 'n':
-			if (!tb_cli_parse_i64(optarg, &run->samples) || run->samples < MIN_SAMPLES ||
-			    run->samples > MAX_SAMPLES) {
-				tb_cli_error(VERB, "bad value '%s' for --samples (want %d..%d)", optarg,
-					     MIN_SAMPLES, MAX_SAMPLES);
+			if (!tb_cli_unit(VERB, "samples", optarg, &samples, &run->samples))
 				return -EINVAL;
-			}
 			break;
 		case 'h': usage(stdout); return 1;
-		case ':':
-			tb_cli_error(VERB, "option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
+		case 'V': tb_cli_version(); return 1;
 		default:
-			bad_option(argv[optind - 1]);
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}

@@ -638,7 +638,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tailbus compare A.hlog... -- B.hlog... [--format text|json] [--plot DIR]\n"
-		"                       [--tag T]\n"
+		"                       [--tag T] [--version]\n"
 		"Each file is one run of configuration A or B (repeat each, interleaved A B A B).\n"
 		"For p50, p90, p99, p99.9, p99.99 and max: every run's value, each side's median\n"
 		"and spread (min..max over its runs). A difference is called (\"A faster\",\n"
@@ -677,13 +677,16 @@ static int parse_side(char **args, size_t n, struct options *o, int side)
 		if (!strcmp(args[i], "--help") || !strcmp(args[i], "-h")) {
 			usage(stdout);
 			return 1;
+		} else if (!strcmp(args[i], "--version")) {
+			tb_cli_version();
+			return 1;
 		} else if ((v = option_value(args, n, &i, "--format", &missing))) {
 			if (!strcmp(v, "text"))
 				o->format = FMT_TEXT;
 			else if (!strcmp(v, "json"))
 				o->format = FMT_JSON;
 			else {
-				tb_cli_error(VERB, "bad value '%s' for --format", v);
+				tb_cli_bad_value(VERB, "format", v, "want text or json");
 				return -EINVAL;
 			}
 		} else if ((v = option_value(args, n, &i, "--plot", &missing))) {

@@ -21,7 +21,7 @@ enum format { FMT_TEXT, FMT_JSON, FMT_HEADER };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: tailbus env [--json | --header]\n"
+	fprintf(out, "usage: tailbus env [--json | --header] [--version]\n"
 		     "Prints the machine, kernel and command line, CPU model and count, governor,\n"
 		     "isolated CPUs, huge pages, THP, clocksource, compiler, version and commit.\n"
 		     "Anything that cannot be read shows as 'unknown'. --header prints them as\n"
@@ -47,24 +47,13 @@ static int print(const tb_env *e, enum format format)
 	return tb_env_format_text(e, stdout);
 }
 
-/* getopt_long's '?': an unknown option, or a flag given a value. */
-static void bad_option(const char *arg)
-{
-	const char *eq = strchr(arg, '=');
-	if (optopt && eq && !strncmp(arg, "--", 2))
-		tb_cli_error(VERB, "option '%.*s' takes no value", (int)(eq - arg), arg);
-	else if (optopt && strncmp(arg, "--", 2))
-		tb_cli_error(VERB, "unknown option '-%c'", optopt);
-	else
-		tb_cli_error(VERB, "unknown option '%s'", arg);
-}
-
 int tb_cmd_env(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{"json", no_argument, 0, 'j'},
 		{"header", no_argument, 0, 'H'},
 		{"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, 'V'},
 		{0, 0, 0, 0}};
 	enum format format = FMT_TEXT;
 	int c;
@@ -75,8 +64,9 @@ int tb_cmd_env(int argc, char **argv)
 		case 'j': format = FMT_JSON; break;
 		case 'H': format = FMT_HEADER; break;
 		case 'h': usage(stdout); return TB_EXIT_OK;
+		case 'V': tb_cli_version(); return TB_EXIT_OK;
 		default:
-			bad_option(argv[optind - 1]);
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
 			usage(stderr);
 			return TB_EXIT_USAGE;
 		}

@@ -1,7 +1,7 @@
 /* load.c - `tailbus load`: an open-loop load generator and a reference FIFO
  * engine, recording every request's latency through the bus.
  *
- *   tailbus load --bus NAME --rate R [--poisson] --duration D [--warmup W]
+ *   tailbus load --bus NAME [--dir SEGDIR] --rate R [--poisson] --duration D [--warmup W]
  *                [--service-ns N] [--stall-every T --stall-ns S] [--closed]
  *                [--sweep R1:R2:STEPS] [--metric NAME] [--seed SEED] [--json]
  *                [--cpu C] [--engine-cpu E] [--late-ns L] [--queue Q] [--drain X]
@@ -181,6 +181,7 @@ CK_RING_PROTOTYPE(tb_load_req, tb_load_req)
 
 struct config {
 	const char *bus;
+	const char *dir; /* --dir: the segment directory, else $TAILBUS_DIR's search */
 	const char *metric;
 	uint64_t rate;          /* this run's rate (the sweep sets it per run) */
 	int64_t sweep_from, sweep_to, sweep_steps;
@@ -1080,7 +1081,7 @@ static void print_json(const struct result *res, size_t n, const struct config *
 	else
 		printf("null");
 	printf(",\"record\":%s", b->off ? "false" : "true");
-	printf(",\"bus_ok\":%s,\"collector\":%s,\"dropped\":%" PRIu64
+	printf(",\"bus_ok\":%s,\"collector\":%s,\"drops\":%" PRIu64
 	       ",\"mode\":\"%s\",\"arrivals\":\"%s\",\"seed\":%" PRIu64 ",\"service_ns\":%" PRId64
 	       ",\"stall_every_ns\":%" PRId64 ",\"stall_ns\":%" PRId64 ",\"duration_ns\":%" PRId64
 	       ",\"warmup_ns\":%" PRId64 ",\"drain_ns\":%" PRId64 ",\"late_ns\":%" PRId64
@@ -1112,14 +1113,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tailbus load --bus NAME (--rate R | --sweep R1:R2:STEPS) --duration D\n"
-		"         [--poisson] [--warmup W] [--service-ns N] [--stall-every T --stall-ns S]\n"
-		"         [--closed] [--metric NAME] [--seed SEED] [--json] [--cpu C]\n"
-		"         [--engine-cpu E] [--late-ns L] [--queue Q] [--drain X] [--plot DIR]\n"
-		"         [--record on|off]\n"
+		"         [--dir SEGDIR] [--poisson] [--warmup W] [--service-ns N]\n"
+		"         [--stall-every T --stall-ns S] [--closed] [--metric NAME] [--seed SEED]\n"
+		"         [--json] [--cpu C] [--engine-cpu E] [--late-ns L] [--queue Q] [--drain X]\n"
+		"         [--plot DIR] [--record on|off] [--version]\n"
 		"Open-loop load from intended send times, served by a FIFO engine and recorded\n"
 		"through the bus as <metric> (from intended), <metric>.warmup and, with --closed,\n"
-		"<metric>.closed (from the actual send). D, W, T and X in seconds; N, S and L in\n"
-		"nanoseconds. Defaults: --warmup D/10, --service-ns 0, --metric %s, --seed 1,\n"
+		"<metric>.closed (from the actual send). The bus is found in --dir, else\n"
+		"$TAILBUS_DIR, else hugetlbfs or /dev/shm. D, W, T, X, N, S and L are durations\n"
+		"(10s, 100ms, 500us, 1m): a bare number is seconds for D, W, T and X and\n"
+		"nanoseconds for N, S and L. Defaults: --warmup D/10, --service-ns 0, --metric %s, --seed 1,\n"
 		"--late-ns %d, --queue %d, --drain 2D (at least 1 s). Generator and engine\n"
 		"share one thread (on CPU C) unless --engine-cpu gives the engine its own.\n"
 		"The report adds the engine's service time (done minus start of service).\n"
@@ -1128,45 +1131,56 @@ static void usage(FILE *out)
 		DEFAULT_METRIC, LATE_NS_DEFAULT, QUEUE_DEFAULT);
 }
 
-static bool parse_seconds(const char *s, int64_t *ns, bool zero_ok)
-{
-	double v;
-	if (!tb_cli_parse_double(s, &v) || v < 0 || (!zero_ok && v == 0) || v > DURATION_MAX_S)
-		return false;
-	*ns = (int64_t)llround(v * 1e9);
-	return zero_ok || *ns > 0;
-}
-
-static bool parse_range(const char *s, int64_t *v, int64_t lo, int64_t hi)
-{
-	return tb_cli_parse_i64(s, v) && *v >= lo && *v <= hi;
-}
+/* What each option takes (tailbus/units.h). Durations take any unit; a bare
+ * number keeps the option's unit: seconds for the run's spans, ns for the
+ * engine's. */
+#define DURATION_MAX_NS ((int64_t)DURATION_MAX_S * TB_UNIT_S)
+static const tb_unit_spec run_span = {TB_UNIT_DURATION, TB_UNIT_S, 1, DURATION_MAX_NS};
+static const tb_unit_spec run_span_or_zero = {TB_UNIT_DURATION, TB_UNIT_S, 0, DURATION_MAX_NS};
+static const tb_unit_spec engine_ns = {TB_UNIT_DURATION, TB_UNIT_NS, 0, DURATION_MAX_NS};
+static const tb_unit_spec late_ns = {TB_UNIT_DURATION, TB_UNIT_NS, 1, DURATION_MAX_NS};
+static const tb_unit_spec rate = {TB_UNIT_COUNT, 1, 1, RATE_MAX};
+static const tb_unit_spec sweep_steps = {TB_UNIT_COUNT, 1, 1, SWEEP_STEPS_MAX};
+static const tb_unit_spec queue = {TB_UNIT_COUNT, 1, QUEUE_MIN, QUEUE_MAX};
+static const tb_unit_spec cpu = {TB_UNIT_COUNT, 1, 0, CPU_SETSIZE - 1};
+static const tb_unit_spec seed = {TB_UNIT_COUNT, 1, 0, INT64_MAX};
 
 /* R1:R2:STEPS, R1 <= R2, STEPS >= 1 (R1 == R2 when STEPS is 1). */
-static bool parse_sweep(const char *s, struct config *c)
+static bool parse_sweep(const char *opt, const char *s, struct config *c)
 {
 	char buf[96];
-	if (strlen(s) >= sizeof(buf))
+	char *a = buf, *b = NULL, *d = NULL;
+	if (strlen(s) < sizeof(buf)) {
+		strcpy(buf, s);
+		b = strchr(a, ':');
+		d = b ? strchr(b + 1, ':') : NULL;
+	}
+	if (!b || !d) {
+		tb_cli_bad_value(VERB, opt, s, "want R1:R2:STEPS");
 		return false;
-	strcpy(buf, s);
-	char *a = buf, *b = strchr(a, ':'), *d = b ? strchr(b + 1, ':') : NULL;
-	if (!b || !d)
-		return false;
+	}
 	*b++ = 0;
 	*d++ = 0;
-	return parse_range(a, &c->sweep_from, 1, RATE_MAX) && parse_range(b, &c->sweep_to, 1, RATE_MAX) &&
-	       parse_range(d, &c->sweep_steps, 1, SWEEP_STEPS_MAX) && c->sweep_from <= c->sweep_to &&
-	       (c->sweep_steps > 1 || c->sweep_from == c->sweep_to);
+	if (tb_unit_parse(a, &rate, &c->sweep_from) < 0 || tb_unit_parse(b, &rate, &c->sweep_to) < 0 ||
+	    tb_unit_parse(d, &sweep_steps, &c->sweep_steps) < 0 || c->sweep_from > c->sweep_to ||
+	    (c->sweep_steps == 1 && c->sweep_from != c->sweep_to)) {
+		tb_cli_bad_value(VERB, opt, s,
+				 "want R1:R2:STEPS, rates 1..%lld with R1 <= R2, 1..%d steps "
+				 "(R1 = R2 for one step)",
+				 (long long)RATE_MAX, SWEEP_STEPS_MAX);
+		return false;
+	}
+	return true;
 }
 
-static bool parse_one(int opt, const char *arg, struct config *c)
+static bool parse_one(int opt, const char *name, const char *arg, struct config *c)
 {
 	int64_t v;
 	switch (opt) {
 	case 'b': c->bus = arg; return true;
 	case 'm': c->metric = arg; return true;
 	case 'r':
-		if (!parse_range(arg, &v, 1, RATE_MAX))
+		if (!tb_cli_unit(VERB, name, arg, &rate, &v))
 			return false;
 		c->rate = (uint64_t)v;
 		return true;
@@ -1174,39 +1188,38 @@ static bool parse_one(int opt, const char *arg, struct config *c)
 	case 'C': c->closed = true; return true;
 	case 'j': c->json = true; return true;
 	case 'p': c->plot_dir = arg; return true;
-	case 'd': return parse_seconds(arg, &c->duration_ns, false);
-	case 'w': c->warmup_set = true; return parse_seconds(arg, &c->warmup_ns, true);
-	case 'D': c->drain_set = true; return parse_seconds(arg, &c->drain_ns, true);
-	case 'T': return parse_seconds(arg, &c->stall_every_ns, false);
-	case 'S': return parse_range(arg, &c->stall_ns, 0, (int64_t)(DURATION_MAX_S * 1e9));
-	case 'n': return parse_range(arg, &c->service_ns, 0, (int64_t)(DURATION_MAX_S * 1e9));
-	case 'l': return parse_range(arg, &c->late_ns, 1, (int64_t)(DURATION_MAX_S * 1e9));
+	case 'd': return tb_cli_unit(VERB, name, arg, &run_span, &c->duration_ns);
+	case 'w': c->warmup_set = true; return tb_cli_unit(VERB, name, arg, &run_span_or_zero, &c->warmup_ns);
+	case 'D': c->drain_set = true; return tb_cli_unit(VERB, name, arg, &run_span_or_zero, &c->drain_ns);
+	case 'T': return tb_cli_unit(VERB, name, arg, &run_span, &c->stall_every_ns);
+	case 'S': return tb_cli_unit(VERB, name, arg, &engine_ns, &c->stall_ns);
+	case 'n': return tb_cli_unit(VERB, name, arg, &engine_ns, &c->service_ns);
+	case 'l': return tb_cli_unit(VERB, name, arg, &late_ns, &c->late_ns);
 	case 'q':
-		if (!parse_range(arg, &v, QUEUE_MIN, QUEUE_MAX))
+		if (!tb_cli_unit(VERB, name, arg, &queue, &v))
 			return false;
 		c->queue = (uint32_t)v;
 		return true;
 	case 'c':
-		if (!parse_range(arg, &v, 0, CPU_SETSIZE - 1))
-			return false;
-		c->cpu = (int)v;
-		return true;
 	case 'e':
-		if (!parse_range(arg, &v, 0, CPU_SETSIZE - 1))
+		if (!tb_cli_unit(VERB, name, arg, &cpu, &v))
 			return false;
-		c->engine_cpu = (int)v;
+		*(opt == 'c' ? &c->cpu : &c->engine_cpu) = (int)v;
 		return true;
 	case 's':
-		if (!parse_range(arg, &v, 0, INT64_MAX))
+		if (!tb_cli_unit(VERB, name, arg, &seed, &v))
 			return false;
 		c->seed = (uint64_t)v;
 		return true;
-	case 'W': return parse_sweep(arg, c);
+	case 'W': return parse_sweep(name, arg, c);
 	case 'R':
-		if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0)
+		if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0) {
+			tb_cli_bad_value(VERB, name, arg, "want on or off");
 			return false;
+		}
 		c->record = strcmp(arg, "on") == 0;
 		return true;
+	case 'B': c->dir = arg; return true;
 	}
 	return false;
 }
@@ -1276,23 +1289,23 @@ static int parse(int argc, char **argv, struct config *c)
 		{"engine-cpu", required_argument, 0, 'e'},  {"late-ns", required_argument, 0, 'l'},
 		{"queue", required_argument, 0, 'q'},	    {"drain", required_argument, 0, 'D'},
 		{"plot", required_argument, 0, 'p'},	    {"record", required_argument, 0, 'R'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0}};
+		{"dir", required_argument, 0, 'B'},	    {"help", no_argument, 0, 'h'},
+		{"version", no_argument, 0, 'V'},	    {0, 0, 0, 0}};
 	int opt, idx = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", longs, &idx)) != -1) {
-		if (opt == 'h') {
-			usage(stdout);
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
+		if (opt == 'h' || opt == 'V') {
+			opt == 'h' ? usage(stdout) : tb_cli_version();
 			return 1;
 		}
-		if (opt == '?') {
+		if (opt == '?' || opt == ':') {
+			tb_cli_bad_option(VERB, opt, argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}
-		if (!parse_one(opt, optarg, c)) {
-			tb_cli_error(VERB, "bad value '%s' for --%s", optarg, longs[idx].name);
+		if (!parse_one(opt, longs[idx].name, optarg, c))
 			return -EINVAL;
-		}
 	}
 	if (optind < argc) {
 		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
@@ -1461,6 +1474,12 @@ int tb_cmd_load(int argc, char **argv)
 	int rc = parse(argc, argv, &c);
 	if (rc)
 		return rc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
+	/* tb_attach has no directory argument: it searches $TAILBUS_DIR first,
+	 * so --dir is that variable for this process (and its engine thread) */
+	if (c.dir && setenv("TAILBUS_DIR", c.dir, 1) < 0) {
+		tb_cli_error(VERB, "cannot use --dir '%s': %s", c.dir, strerror(errno));
+		return TB_EXIT_USAGE;
+	}
 	c.queue = ring_size_for(c.queue);
 	int bad_cpu = !cpu_allowed(c.cpu) ? c.cpu : !cpu_allowed(c.engine_cpu) ? c.engine_cpu : -1;
 	if (bad_cpu >= 0 || (rc = pin_to(c.cpu)) < 0) {

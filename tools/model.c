@@ -156,9 +156,19 @@ static int write_log(const char *path, const struct model *m)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: tailbus model [--rate R] [--service-us U] [--duration S] [--stall S]\n"
-		     "                     [--output-log FILE]\n"
-		     "Defaults: Gil Tene's example, 100/s, 1000 us, 100 s, then a 100 s stall.\n");
+		     "                     [--output-log FILE] [--version]\n"
+		     "Defaults: Gil Tene's example, 100/s, 1000 us, 100 s, then a 100 s stall.\n"
+		     "U, S: durations (500us, 2m); a bare number is us for U, seconds for S.\n");
 }
+
+/* What each option takes: a rate and spans up to MODEL_MAX_S seconds; the
+ * model runs whole seconds (build), so --duration is at least one. */
+#define MODEL_MAX_S 10000000LL
+static const tb_unit_spec rate_spec = {TB_UNIT_COUNT, 1, 1, MODEL_MAX_S};
+static const tb_unit_spec service_spec = {TB_UNIT_DURATION, TB_UNIT_US, 0, MODEL_MAX_S * TB_UNIT_S};
+static const tb_unit_spec duration_spec = {TB_UNIT_DURATION, TB_UNIT_S, TB_UNIT_S,
+					   MODEL_MAX_S * TB_UNIT_S};
+static const tb_unit_spec stall_spec = {TB_UNIT_DURATION, TB_UNIT_S, 0, MODEL_MAX_S * TB_UNIT_S};
 
 static int parse(int argc, char **argv, struct model *m, const char **log)
 {
@@ -166,37 +176,32 @@ static int parse(int argc, char **argv, struct model *m, const char **log)
 		{"rate", required_argument, 0, 'r'},     {"service-us", required_argument, 0, 'u'},
 		{"duration", required_argument, 0, 'd'}, {"stall", required_argument, 0, 's'},
 		{"output-log", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0}};
-	double v;
+		{"version", no_argument, 0, 'V'},        {0, 0, 0, 0}};
+	int64_t v;
 	int c, idx = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longs, &idx)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 1;
-		}
-		if (c == 'o') {
-			*log = optarg;
-			continue;
-		}
-		if (c == '?' || !tb_cli_parse_double(optarg, &v) || v < 0 || v > 1e7) {
-			if (c != '?')
-				tb_cli_error(VERB, "bad value '%s' for --%s", optarg, longs[idx].name);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
+		const char *name = longs[idx].name;
+		bool ok = true;
+		switch (c) {
+		case 'h': usage(stdout); return 1;
+		case 'V': tb_cli_version(); return 1;
+		case 'o': *log = optarg; break;
+		case 'r':
+			ok = tb_cli_unit(VERB, name, optarg, &rate_spec, &v);
+			m->rate = (uint64_t)v;
+			break;
+		case 'u': ok = tb_cli_unit(VERB, name, optarg, &service_spec, &m->service_ns); break;
+		case 'd': ok = tb_cli_unit(VERB, name, optarg, &duration_spec, &m->duration_ns); break;
+		case 's': ok = tb_cli_unit(VERB, name, optarg, &stall_spec, &m->stall_ns); break;
+		default:
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}
-		if (c == 'r')
-			m->rate = (uint64_t)v;
-		else if (c == 'u')
-			m->service_ns = (int64_t)(v * NS_PER_US);
-		else if (c == 'd')
-			m->duration_ns = (int64_t)(v * 1e9);
-		else if (c == 's')
-			m->stall_ns = (int64_t)(v * 1e9);
-	}
-	if (m->rate == 0 || m->duration_ns == 0) {
-		tb_cli_error(VERB, "--rate and --duration must be positive");
-		return -EINVAL;
+		if (!ok)
+			return -EINVAL;
 	}
 	return 0;
 }

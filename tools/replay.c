@@ -165,11 +165,12 @@ static void usage(FILE *out)
 		"usage: tailbus replay FILE... [--tag T] [--start S] [--end E]\n"
 		"                      [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]\n"
 		"                      [--digits D] [--unit-ratio R] [--ticks N]\n"
-		"                      [--warmup auto|SECONDS] [--series] [--correct-co INTERVAL]\n"
-		"                      [--plot DIR]\n"
+		"                      [--warmup auto|DURATION] [--series] [--correct-co INTERVAL]\n"
+		"                      [--plot DIR] [--version]\n"
 		"Merges the intervals of each tag across FILEs and prints min, p50..p99.99, max\n"
 		"and mean with the sample count; '*' marks a percentile with fewer than %d\n"
-		"samples beyond it. --start/--end: seconds after each file's StartTime.\n"
+		"samples beyond it. --start/--end: time after each file's StartTime.\n"
+		"--start, --end and --warmup take durations (30s, 2m; a bare number is seconds).\n"
 		"The merge histogram has the layout of each tag's first interval (as Java's\n"
 		"HistogramLogProcessor); --digits D merges into a fresh D-digit one instead.\n"
 		"--format hgrm prints HdrHistogram's percentile distribution, the .hgrm file\n"
@@ -179,7 +180,7 @@ static void usage(FILE *out)
 		"so nanosecond logs print in milliseconds and the file equals Java's; pass\n"
 		"--unit-ratio 1 for the log's own unit. Other formats print in the log's unit.\n"
 		"FILE '-' reads standard input; gzip'd logs are read as they are.\n"
-		"--warmup SECONDS discards the intervals of each tag starting within SECONDS\n"
+		"--warmup W discards the intervals of each tag starting within SECONDS\n"
 		"of its first; --warmup auto ends the warm-up at the first interval whose p50\n"
 		"and p99, and their medians over the %d intervals from it, lie within +-%.0f%%\n"
 		"(more for noisy figures, at most %.0f%%) of the medians of the rest of the run,\n"
@@ -1100,16 +1101,32 @@ static int write_output_log(struct state *st)
 
 /* ---- options ---- */
 
-static int parse_warmup(const char *arg, struct options *o)
+/* What each option takes (tailbus/units.h): --start, --end and --warmup are
+ * durations, a bare number in seconds as before; the rest whole numbers. */
+static const tb_unit_spec offset_spec = {TB_UNIT_DURATION, TB_UNIT_S, 0, INT64_MAX};
+static const tb_unit_spec digits_spec = {TB_UNIT_COUNT, 1, TB_HIST_MIN_SIG_DIGITS,
+					 TB_HIST_MAX_SIG_DIGITS};
+static const tb_unit_spec ticks_spec = {TB_UNIT_COUNT, 1, 1, 1000};
+static const tb_unit_spec co_spec = {TB_UNIT_COUNT, 1, 1, INT64_MAX};
+
+/* A duration option into seconds. */
+static bool parse_seconds(const char *name, const char *arg, double *seconds)
+{
+	int64_t ns;
+	if (!tb_cli_unit(VERB, name, arg, &offset_spec, &ns))
+		return false;
+	*seconds = (double)ns / TB_UNIT_S;
+	return true;
+}
+
+static bool parse_warmup(const char *name, const char *arg, struct options *o)
 {
 	if (!strcmp(arg, "auto")) {
 		o->warmup = WARMUP_AUTO;
-		return 0;
+		return true;
 	}
-	if (!tb_cli_parse_double(arg, &o->warmup_s) || o->warmup_s < 0)
-		return -EINVAL;
 	o->warmup = WARMUP_FIXED;
-	return 0;
+	return parse_seconds(name, arg, &o->warmup_s);
 }
 
 static int check_options(const struct options *o)
@@ -1134,61 +1151,62 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"unit-ratio", required_argument, 0, 'u'}, {"ticks", required_argument, 0, 'k'},
 		{"warmup", required_argument, 0, 'w'},    {"series", no_argument, 0, 'S'},
 		{"correct-co", required_argument, 0, 'c'}, {"plot", required_argument, 0, 'p'},
-		{"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+		{"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
+		{0, 0, 0, 0}};
 	*o = (struct options){.start = -INFINITY, .end = INFINITY, .format = FMT_TEXT,
 			      .digits = MERGE_LOG_LAYOUT, .unit_ratio = TB_HGRM_JAVA_UNIT_RATIO,
 			      .ticks = TB_HGRM_DEFAULT_TICKS, .warmup = WARMUP_NONE};
 	int c, idx = 0;
-	int64_t n;
+	int64_t n = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longs, &idx)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
+		const char *name = longs[idx].name;
+		bool ok = true;
 		switch (c) {
 		case 't': o->tag = optarg; break;
-		case 's':
-			if (!tb_cli_parse_double(optarg, &o->start))
-				goto bad;
-			break;
-		case 'e':
-			if (!tb_cli_parse_double(optarg, &o->end))
-				goto bad;
-			break;
+		case 's': ok = parse_seconds(name, optarg, &o->start); break;
+		case 'e': ok = parse_seconds(name, optarg, &o->end); break;
 		case 'f':
 			if (!strcmp(optarg, "text")) o->format = FMT_TEXT;
 			else if (!strcmp(optarg, "json")) o->format = FMT_JSON;
 			else if (!strcmp(optarg, "csv")) o->format = FMT_CSV;
 			else if (!strcmp(optarg, "hgrm")) o->format = FMT_HGRM;
 			else if (!strcmp(optarg, "hgrm-csv")) o->format = FMT_HGRM_CSV;
-			else goto bad;
+			else {
+				tb_cli_bad_value(VERB, name, optarg,
+						 "want text, json, csv, hgrm or hgrm-csv");
+				ok = false;
+			}
 			break;
 		case 'o': o->output_log = optarg; break;
 		case 'd':
-			if (!tb_cli_parse_i64(optarg, &n) || n < TB_HIST_MIN_SIG_DIGITS ||
-			    n > TB_HIST_MAX_SIG_DIGITS)
-				goto bad;
+			ok = tb_cli_unit(VERB, name, optarg, &digits_spec, &n);
 			o->digits = (int)n;
 			break;
 		case 'u':
-			if (!tb_cli_parse_double(optarg, &o->unit_ratio) || o->unit_ratio <= 0)
-				goto bad;
+			if (!tb_cli_parse_double(optarg, &o->unit_ratio) || o->unit_ratio <= 0) {
+				tb_cli_bad_value(VERB, name, optarg, "want a number above 0");
+				ok = false;
+			}
 			break;
 		case 'k':
-			if (!tb_cli_parse_i64(optarg, &n) || n < 1 || n > 1000)
-				goto bad;
+			ok = tb_cli_unit(VERB, name, optarg, &ticks_spec, &n);
 			o->ticks = (int)n;
 			break;
-		case 'w':
-			if (parse_warmup(optarg, o) < 0)
-				goto bad;
-			break;
+		case 'w': ok = parse_warmup(name, optarg, o); break;
 		case 'S': o->series = true; break;
-		case 'c':
-			if (!tb_cli_parse_i64(optarg, &o->co_interval) || o->co_interval <= 0)
-				goto bad;
-			break;
+		case 'c': ok = tb_cli_unit(VERB, name, optarg, &co_spec, &o->co_interval); break;
 		case 'p': o->plot_dir = optarg; break;
 		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return -EINVAL;
+		case 'V': tb_cli_version(); return 1;
+		default:
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
+			usage(stderr);
+			return -EINVAL;
 		}
+		if (!ok)
+			return -EINVAL;
 	}
 	if (optind >= argc) {
 		tb_cli_error(VERB, "no log file given");
@@ -1196,9 +1214,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return -EINVAL;
 	}
 	return check_options(o);
-bad:
-	tb_cli_error(VERB, "bad value '%s' for --%s", optarg, longs[idx].name);
-	return -EINVAL;
 }
 
 static void free_state(struct state *st)

@@ -29,7 +29,7 @@ static void usage(FILE *out)
 	fprintf(out, "usage: tailbus <verb> [options]\n\nverbs:\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
-	fprintf(out, "\n'tailbus <verb> --help' describes a verb.\n");
+	fprintf(out, "\n'tailbus <verb> --help' describes a verb; --version prints the version.\n");
 }
 
 int main(int argc, char **argv)
@@ -37,6 +37,10 @@ int main(int argc, char **argv)
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? TB_EXIT_USAGE : TB_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		tb_cli_version();
+		return TB_EXIT_OK;
 	}
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (!strcmp(argv[1], verbs[i].name))

@@ -1,12 +1,13 @@
 /* top.c - `tailbus top`: live percentiles per metric, from a bus or a growing log.
  *
- *   tailbus top [--bus NAME | --log FILE] [--dir SEGDIR] [--window 1|10|60]
+ *   tailbus top [--bus NAME | --log FILE] [--dir SEGDIR] [--window DURATION]
  *               [--once] [--json] [--interval-ms N]
  *
  * The idea. Every interval the collector publishes, for each metric that saw
  * events, a summary and the compressed histogram of that interval into the
- * segment's live area (tailbus/live.h). A window of W seconds is the newest
- * W / interval published intervals of a metric; their histograms are added
+ * segment's live area (tailbus/live.h). A window of W is the newest
+ * W / interval published intervals of a metric (rounded to whole intervals,
+ * at least one); their histograms are added
  * into one and every figure of the window comes from that merged histogram
  * (merged counts, never averaged percentiles). The segment is mapped read-only
  * and the live area is read lock-free, without a system call, so top can never
@@ -14,6 +15,10 @@
  * lines of each tag of an interval log that may still be growing (tail -f).
  *
  * Invariants:
+ *  - A window is whole intervals, at least one and at most what the live area
+ *    keeps per metric (LOG_KEEP lines per tag from a log): a --window shorter
+ *    than one interval, or longer than that many, is refused (exit 2) once
+ *    the interval is known, at each snapshot, never cut short silently.
  *  - A window never counts an interval twice or skips one: ages 0..n-1 are
  *    read one by one, each under the metric's sequence counter, and their
  *    start times must fall strictly; a publish in between shifts the ages and
@@ -100,13 +105,19 @@
 #define ANSI_HIDE_CURSOR "\033[?25l"
 #define ANSI_SHOW_CURSOR "\033[?25h"
 
-static const int windows_s[] = {1, 10, 60};
+/* --window: any duration up to a day (the live area then decides, see
+ * window_check); --interval-ms: 10 ms to an hour, a bare number in ms. */
+#define WINDOW_DEFAULT_NS (10 * NS_PER_SEC)
+static const tb_unit_spec window_spec = {TB_UNIT_DURATION, TB_UNIT_S, 1, 24 * TB_UNIT_HOUR};
+static const tb_unit_spec refresh_spec = {TB_UNIT_DURATION, TB_UNIT_MS, REFRESH_MS_MIN * NS_PER_MS,
+					  REFRESH_MS_MAX * NS_PER_MS};
 
 struct options {
 	const char *bus, *log, *dir;
-	int window_s;
+	const char *window_arg; /* as typed, for its error sentence */
+	int64_t window_ns;
 	bool once, json;
-	int64_t refresh_ms; /* 0: once per collector interval */
+	int64_t refresh_ns; /* 0: once per collector interval */
 };
 
 /* One metric's (or tag's) window, ready to print. */
@@ -142,7 +153,7 @@ struct snap {
 	size_t log_intervals, bad_lines;
 	const char *log_error;
 	/* both */
-	int window_s;
+	int64_t window_ns;
 	uint32_t window_cap; /* intervals kept per metric: a window holds no more */
 	double interval_s;
 	int64_t now_ns; /* CLOCK_REALTIME */
@@ -157,13 +168,40 @@ static int64_t clock_ns(clockid_t id)
 	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
 }
 
-/* How many intervals of `interval_ns` make `window_s`, within 1..cap. */
-static uint32_t window_intervals(int window_s, double interval_ns, uint32_t cap)
+/* How many intervals of `interval_ns` make `window_ns` (the nearest whole
+ * number), within 1..cap; whole seconds when the interval is not known. */
+static uint32_t window_intervals(int64_t window_ns, double interval_ns, uint32_t cap)
 {
-	double n = interval_ns > 0 ? round((double)window_s * NS_PER_SEC / interval_ns) : window_s;
+	double n = round((double)window_ns / (interval_ns > 0 ? interval_ns : (double)NS_PER_SEC));
 	if (n < 1)
 		n = 1;
 	return n > cap ? cap : (uint32_t)n;
+}
+
+/* Can whole intervals of the snapshot's length, at most its cap, make the
+ * window? -EDOM (said, naming --window) when they cannot. */
+static int window_check(const struct options *o, const struct snap *sn)
+{
+	if (sn->interval_s <= 0)
+		return 0; /* not known yet (a log with no line): nothing to check */
+	int64_t interval_ns = (int64_t)llround(sn->interval_s * NS_PER_SEC);
+	char iv[32], most[32];
+	tb_unit_format(iv, sizeof(iv), TB_UNIT_DURATION, interval_ns);
+	tb_unit_format(most, sizeof(most), TB_UNIT_DURATION, interval_ns * (int64_t)sn->window_cap);
+	if (o->window_ns < interval_ns) {
+		tb_cli_bad_value(VERB, "window", o->window_arg,
+				 "shorter than one interval of %s %s (%s): a window is whole intervals",
+				 sn->from_log ? "log" : "bus", sn->source, iv);
+		return -EDOM;
+	}
+	if (round((double)o->window_ns / (double)interval_ns) > sn->window_cap) {
+		tb_cli_bad_value(VERB, "window", o->window_arg,
+				 "longer than %s %s keeps: %u intervals of %s, %s at most",
+				 sn->from_log ? "top keeps from log" : "the live area of bus", sn->source,
+				 sn->window_cap, iv, most);
+		return -EDOM;
+	}
+	return 0;
 }
 
 /* ---- a window: merged histograms, plus summaries where one is missing ---- */
@@ -476,7 +514,7 @@ static int bus_snapshot(struct bus_source *b, const struct options *o, struct sn
 	sn->window_cap = b->seg.layout.live_intervals;
 	b->published_seen = __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE);
 	bus_header(b, sn);
-	uint32_t n = window_intervals(o->window_s, (double)bus_interval_ns(b),
+	uint32_t n = window_intervals(o->window_ns, (double)bus_interval_ns(b),
 				      b->seg.layout.live_intervals);
 	return bus_rows(b, n, sn);
 }
@@ -803,7 +841,7 @@ static int log_decode(struct log_source *ls, struct log_line *l)
 	return -EINVAL;
 }
 
-static int log_tag_row(struct log_source *ls, struct log_tag *t, int window_s, struct row *r,
+static int log_tag_row(struct log_source *ls, struct log_tag *t, int64_t window_ns, struct row *r,
 		       int64_t now_ns)
 {
 	struct window_acc a;
@@ -822,7 +860,7 @@ static int log_tag_row(struct log_source *ls, struct log_tag *t, int window_s, s
 			break;
 		const tb_log_entry *e = &ls->entry;
 		if (a.intervals == 0)
-			n = age + window_intervals(window_s, e->length_sec * NS_PER_SEC, LOG_KEEP);
+			n = age + window_intervals(window_ns, e->length_sec * NS_PER_SEC, LOG_KEEP);
 		acc_interval(&a, (int64_t)llround(e->start_abs_sec * NS_PER_SEC),
 			     (int64_t)llround(e->length_sec * NS_PER_SEC));
 		rc = acc_hist(&a, &e->hist);
@@ -845,7 +883,7 @@ static int log_snapshot(struct log_source *ls, const struct options *o, struct s
 	}
 	for (size_t t = 0; t < ls->ntags; t++) {
 		struct row *r = add_row(sn);
-		if (!r || (rc = log_tag_row(ls, &ls->tags[t], o->window_s, r, sn->now_ns)) < 0)
+		if (!r || (rc = log_tag_row(ls, &ls->tags[t], o->window_ns, r, sn->now_ns)) < 0)
 			return r ? rc : -ENOMEM;
 		if (r->interval_s > sn->interval_s)
 			sn->interval_s = r->interval_s;
@@ -942,11 +980,13 @@ static void print_header(FILE *out, const struct snap *sn)
 	time_t t = (time_t)(sn->now_ns / NS_PER_SEC);
 	struct tm tm;
 	strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&t, &tm));
-	fprintf(out, "tailbus top   %s %s   window %d s", sn->from_log ? "log" : "bus", sn->source,
-		sn->window_s);
+	char window[32];
+	tb_unit_format(window, sizeof(window), TB_UNIT_DURATION, sn->window_ns);
+	fprintf(out, "tailbus top   %s %s   window %s", sn->from_log ? "log" : "bus", sn->source,
+		window);
 	if (sn->interval_s > 0)
 		fprintf(out, " (%u intervals of %.3g s)",
-			window_intervals(sn->window_s, sn->interval_s * NS_PER_SEC, sn->window_cap),
+			window_intervals(sn->window_ns, sn->interval_s * NS_PER_SEC, sn->window_cap),
 			sn->interval_s);
 	fprintf(out, "   %s\n", when);
 	if (!sn->from_log)
@@ -1074,9 +1114,10 @@ static void print_text(FILE *out, const struct snap *sn)
 	print_legend(out, sn, approximate);
 }
 
-static void json_row(FILE *out, const struct row *r)
+/* JSON vocabulary (docs/json.md): a row is a bus's "metric" or a log's "tag". */
+static void json_row(FILE *out, const struct row *r, bool from_log)
 {
-	fprintf(out, "{\"name\":");
+	fprintf(out, "{\"%s\":", from_log ? "tag" : "metric");
 	tb_cli_json_string(out, r->name);
 	fprintf(out, ",\"intervals\":%u,\"span_s\":%.3f,\"rate\":%.3f,\"count\":%" PRId64,
 		r->intervals, r->span_s, r->rate, r->count);
@@ -1128,12 +1169,13 @@ static void print_json(FILE *out, const struct snap *sn)
 			sn->collector_fresh ? "true" : "false", sn->rings_live, sn->ring_drops,
 			sn->ring_folded);
 	}
-	fprintf(out, ",\"window_s\":%d,\"interval_s\":%.3f,\"time\":%.3f,\"metrics\":[", sn->window_s,
-		sn->interval_s, (double)sn->now_ns / NS_PER_SEC);
+	fprintf(out, ",\"window_s\":%.9g,\"interval_s\":%.3f,\"time\":%.3f,\"%s\":[",
+		(double)sn->window_ns / NS_PER_SEC, sn->interval_s, (double)sn->now_ns / NS_PER_SEC,
+		sn->from_log ? "tags" : "metrics");
 	for (size_t i = 0; i < sn->nrows; i++) {
 		if (i)
 			fputc(',', out);
-		json_row(out, &sn->rows[i]);
+		json_row(out, &sn->rows[i], sn->from_log);
 	}
 	fprintf(out, "]}\n");
 }
@@ -1327,9 +1369,11 @@ struct source {
 static int snapshot(struct source *src, const struct options *o, struct snap *sn)
 {
 	memset(sn, 0, sizeof(*sn));
-	sn->window_s = o->window_s;
+	sn->window_ns = o->window_ns;
 	sn->now_ns = clock_ns(CLOCK_REALTIME);
 	int rc = src->is_log ? log_snapshot(&src->log, o, sn) : bus_snapshot(&src->bus, o, sn);
+	if (rc == 0)
+		rc = window_check(o, sn);
 	if (rc == -ENOMEM)
 		tb_cli_error(VERB, "out of memory");
 	if (sn->nrows) /* qsort's base must not be NULL, even for no rows */
@@ -1361,8 +1405,8 @@ static void show(struct term *t, const struct options *o, const struct snap *sn,
 
 static int64_t refresh_ns(const struct source *src, const struct options *o, const struct snap *sn)
 {
-	if (o->refresh_ms)
-		return o->refresh_ms * NS_PER_MS;
+	if (o->refresh_ns)
+		return o->refresh_ns;
 	if (src->is_log)
 		return sn->interval_s > 0 ? (int64_t)(sn->interval_s * NS_PER_SEC) : DEFAULT_INTERVAL_NS;
 	return bus_interval_ns(&src->bus);
@@ -1390,7 +1434,7 @@ static bool wait_refresh(struct term *t, const struct source *src, const struct 
 		}
 		if (clock_ns(CLOCK_MONOTONIC) >= due)
 			return true;
-		if (!o->refresh_ms && !src->is_log && bus_new_interval(&src->bus))
+		if (!o->refresh_ns && !src->is_log && bus_new_interval(&src->bus))
 			return true;
 	}
 }
@@ -1408,7 +1452,7 @@ static int run(struct source *src, const struct options *o)
 		int64_t period = refresh_ns(src, o, &sn);
 		free(sn.rows);
 		if (rc < 0) {
-			status = TB_EXIT_INPUT;
+			status = rc == -EDOM ? TB_EXIT_USAGE : TB_EXIT_INPUT;
 			break;
 		}
 		if (o->once || !wait_refresh(&t, src, o, period))
@@ -1423,26 +1467,19 @@ static int run(struct source *src, const struct options *o)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tailbus top [--bus NAME | --log FILE] [--dir SEGDIR] [--window 1|10|60]\n"
-		"                   [--once] [--json] [--interval-ms N]\n"
+		"usage: tailbus top [--bus NAME | --log FILE] [--dir SEGDIR] [--window W]\n"
+		"                   [--once] [--json] [--interval-ms N] [--version]\n"
 		"Live percentiles per metric: rate, count, p50, p90, p99, p99.9, p99.99, max and\n"
-		"ring drops over a window of the newest 1, 10 or 60 s (default 10) of published\n"
-		"intervals, their histograms merged. '*' marks a percentile with fewer than %d\n"
+		"ring drops over a window of the newest W (default 10s; 500ms, 30s, 1m; a bare\n"
+		"number is seconds) of published intervals, their histograms merged. W is\n"
+		"rounded to whole intervals, from one to as many as the live area keeps (%u by\n"
+		"default: 64 s of 1 s intervals); a W outside that is refused. '*' marks a percentile with fewer than %d\n"
 		"samples expected beyond it. The bus is NAME (default $TAILBUS_BUS, else\n"
 		"'default'), found in --dir, else $TAILBUS_DIR, else hugetlbfs or /dev/shm;\n"
 		"--log FILE follows an interval log instead. On a terminal the table is redrawn\n"
 		"once per collector interval (or every --interval-ms); 'q' or Ctrl-C quits.\n"
 		"--once prints one snapshot; --json prints one JSON object per snapshot.\n",
-		TB_MIN_SAMPLES_BEYOND);
-}
-
-static bool window_ok(int64_t w)
-{
-	for (size_t i = 0; i < sizeof(windows_s) / sizeof(windows_s[0]); i++) {
-		if (w == windows_s[i])
-			return true;
-	}
-	return false;
+		TB_SEG_DEFAULT_LIVE_INTERVALS, TB_MIN_SAMPLES_BEYOND);
 }
 
 static int check_options(struct options *o, int argc, char **argv)
@@ -1473,10 +1510,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"dir", required_argument, 0, 'd'},    {"window", required_argument, 0, 'w'},
 		{"once", no_argument, 0, 'o'},         {"json", no_argument, 0, 'j'},
 		{"interval-ms", required_argument, 0, 'i'}, {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0}};
-	*o = (struct options){.window_s = 10};
+		{"version", no_argument, 0, 'V'},      {0, 0, 0, 0}};
+	*o = (struct options){.window_ns = WINDOW_DEFAULT_NS, .window_arg = "10s"};
 	int c, idx = 0;
-	int64_t n;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
@@ -1485,35 +1521,25 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'l': o->log = optarg; break;
 		case 'd': o->dir = optarg; break;
 		case 'w':
-			if (!tb_cli_parse_i64(optarg, &n) || !window_ok(n))
-				goto bad;
-			o->window_s = (int)n;
+			if (!tb_cli_unit(VERB, "window", optarg, &window_spec, &o->window_ns))
+				return -EINVAL;
+			o->window_arg = optarg;
 			break;
 		case 'o': o->once = true; break;
 		case 'j': o->json = true; break;
 		case 'i':
-			if (!tb_cli_parse_i64(optarg, &n) || n < REFRESH_MS_MIN || n > REFRESH_MS_MAX)
-				goto bad;
-			o->refresh_ms = n;
+			if (!tb_cli_unit(VERB, "interval-ms", optarg, &refresh_spec, &o->refresh_ns))
+				return -EINVAL;
 			break;
 		case 'h': usage(stdout); return 1;
-		case ':':
-			tb_cli_error(VERB, "option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
+		case 'V': tb_cli_version(); return 1;
 		default:
-			tb_cli_error(VERB, "unknown option '%s'", argv[optind - 1]);
+			tb_cli_bad_option(VERB, c, argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}
 	}
 	return check_options(o, argc, argv);
-bad:
-	if (c == 'w')
-		tb_cli_error(VERB, "bad value '%s' for --window (use 1, 10 or 60 seconds)", optarg);
-	else
-		tb_cli_error(VERB, "bad value '%s' for --%s (%d..%d)", optarg, longs[idx].name,
-			     REFRESH_MS_MIN, REFRESH_MS_MAX);
-	return -EINVAL;
 }
 
 int tb_cmd_top(int argc, char **argv)

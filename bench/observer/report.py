@@ -89,8 +89,8 @@ def check_run(run):
     r, d = run["r"], run["d"]
     if r["unsent"] or r["unserved"]:
         return "%d unsent, %d unserved" % (r["unsent"], r["unserved"])
-    if run["rec"] == "on" and (not d["bus_ok"] or d["dropped"]):
-        return "bus_ok %s, %d events dropped" % (d["bus_ok"], d["dropped"])
+    if run["rec"] == "on" and (not d["bus_ok"] or d["drops"]):
+        return "bus_ok %s, %d events dropped" % (d["bus_ok"], d["drops"])
     if run["rec"] == "off" and d["record"] is not False:
         return "recording was not off"
     return None

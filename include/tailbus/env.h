@@ -68,6 +68,10 @@ typedef struct tb_env {
 	char commit[TB_ENV_SHORT_MAX];     /* git commit (TB_GIT_COMMIT) */
 } tb_env;
 
+/* The tailbus version this library was built as: meson.build's project
+ * version, the one string every program's --version prints. */
+const char *tb_version(void);
+
 /* Number of fields, and each one's key and value in the order above (the
  * keys are the JSON keys and the header-line keys). NULL past the end. */
 size_t tb_env_count(void);
