@@ -217,9 +217,15 @@ static int slot_rows(tb_collector *c, int half, double start, const uint64_t *dr
 /* A row per drain thread: the events it took since the last close, its
  * longest pass, its longest gap between passes and the part of that gap
  * it ran itself (tb_drain_stalls). Returns the longest wall gap. */
+static uint32_t us32(int64_t ns)
+{
+	return ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(ns / 1000);
+}
+
 static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 {
 	int rc = 0;
+	int64_t worst_pass = 0, worst_self = 0;
 	*longest_gap = 0;
 	for (uint32_t k = 0; rc == 0 && k < c->ndrainers; k++) {
 		tb_drainer *d = &c->drainers[k];
@@ -243,7 +249,18 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 		x.pass_ns = s.longest_pass_ns;
 		x.self_gap_ns = s.longest_self_gap_ns;
 		rc = sidecar_row(&c->closer.side, start, "drain", name, &mc, &x);
+		if (s.longest_pass_ns > worst_pass)
+			worst_pass = s.longest_pass_ns;
+		if (s.longest_self_gap_ns > worst_self)
+			worst_self = s.longest_self_gap_ns;
 	}
+	/* for tools reading the segment (top, export): before the interval
+	 * count is published with release */
+	tb_seg_header *h = (tb_seg_header *)c->seg.base;
+	__atomic_store_n(&h->drain_threads, c->ndrainers, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->drain_longest_pass_us, us32(worst_pass), __ATOMIC_RELAXED);
+	__atomic_store_n(&h->drain_self_gap_us, us32(worst_self), __ATOMIC_RELAXED);
+	__atomic_store_n(&h->closes_behind, (uint32_t)c->closer.behind, __ATOMIC_RELAXED);
 	return rc;
 }
 

@@ -149,6 +149,8 @@ struct snap {
 	uint32_t rings_live;
 	uint64_t ring_drops;
 	uint64_t ring_folded; /* SPANs the live and detached rings' producers folded */
+	/* the collector's drain threads over its last close (tb_seg_header) */
+	uint32_t drain_threads, drain_pass_us, drain_self_gap_us, closes_behind;
 	/* from a log */
 	size_t log_intervals, bad_lines;
 	const char *log_error;
@@ -477,6 +479,11 @@ static void bus_header(struct bus_source *b, struct snap *sn)
 	sn->heartbeat_age_s = age >= 0 ? (double)age / NS_PER_SEC : -1;
 	sn->collector_fresh = sn->collector_pid && age >= 0 && age <= HEARTBEAT_STALE_NS;
 	sn->interval_s = (double)bus_interval_ns(b) / NS_PER_SEC;
+	const tb_seg_header *h = shared_header(b);
+	sn->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
+	sn->drain_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
+	sn->drain_self_gap_us = __atomic_load_n(&h->drain_self_gap_us, __ATOMIC_RELAXED);
+	sn->closes_behind = __atomic_load_n(&h->closes_behind, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < b->seg.layout.slot_count; i++) {
 		const tb_slot *slot = tb_seg_slot(&b->seg, i);
 		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
@@ -972,6 +979,10 @@ static void print_bus_header(FILE *out, const struct snap *sn)
 			sn->heartbeat_age_s);
 	fprintf(out, "   rings: %u live, %" PRIu64 " events dropped, %" PRIu64 " folded since attach\n",
 		sn->rings_live, sn->ring_drops, sn->ring_folded);
+	if (sn->drain_threads)
+		fprintf(out, "drain: %u thread(s), last interval's longest pass %u us, longest self-caused "
+			     "gap %u us; closes behind: %u\n",
+			sn->drain_threads, sn->drain_pass_us, sn->drain_self_gap_us, sn->closes_behind);
 }
 
 static void print_header(FILE *out, const struct snap *sn)
@@ -1164,10 +1175,12 @@ static void print_json(FILE *out, const struct snap *sn)
 		tb_cli_json_string(out, sn->path);
 		fprintf(out, ",\"page_size\":%" PRIu64 ",\"hugepages\":%s,\"collector_pid\":%d,"
 			     "\"collector_running\":%s,\"rings_live\":%u,\"ring_drops\":%" PRIu64
-			     ",\"ring_folded\":%" PRIu64,
+			     ",\"ring_folded\":%" PRIu64 ",\"drain_threads\":%u,\"drain_longest_pass_us\":%u,"
+			     "\"drain_self_gap_us\":%u,\"closes_behind\":%u",
 			sn->page_size, sn->hugepages ? "true" : "false", (int)sn->collector_pid,
 			sn->collector_fresh ? "true" : "false", sn->rings_live, sn->ring_drops,
-			sn->ring_folded);
+			sn->ring_folded, sn->drain_threads, sn->drain_pass_us, sn->drain_self_gap_us,
+			sn->closes_behind);
 	}
 	fprintf(out, ",\"window_s\":%.9g,\"interval_s\":%.3f,\"time\":%.3f,\"%s\":[",
 		(double)sn->window_ns / NS_PER_SEC, sn->interval_s, (double)sn->now_ns / NS_PER_SEC,

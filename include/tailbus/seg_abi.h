@@ -71,7 +71,7 @@
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
 #define TB_ABI_MAJOR 3u                            /* layout changes: readers refuse */
-#define TB_ABI_MINOR 0u                            /* additions: readers tolerate */
+#define TB_ABI_MINOR 1u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
 
@@ -226,8 +226,18 @@ typedef struct tb_seg_header {
 	uint32_t collector_generation; /* +1 on every collector start */
 	int64_t collector_interval_ns;
 	uint64_t intervals_published;
+	/* the collector's drain threads over the last closed interval (minor 1):
+	 * their number, the worst one's longest pass and the longest part of a
+	 * gap between its passes it caused itself (not the host taking its
+	 * CPU), in us; and the closes that began an interval or more late */
+	uint32_t drain_threads;
+	uint32_t drain_longest_pass_us;
+	uint32_t drain_self_gap_us;
+	uint32_t closes_behind;
 } tb_seg_header;
 TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
+TB_STATIC_ASSERT(offsetof(tb_seg_header, closes_behind) < offsetof(tb_seg_header, collector_heartbeat_ns) + TB_CACHELINE,
+		 "the collector's fields share one line");
 TB_STATIC_ASSERT(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 0,
 		 "collector fields on their own line");
 
