@@ -131,8 +131,10 @@ bad_values() {
 			"$TAILBUS" top --window 0 &&
 		refused "^tailbus top: bad value '1e9s' for --window: must be at most 24h$" \
 			"$TAILBUS" top --window 1e9s &&
-		refused "^tailbus replay: bad value '-5' for --start: must not be negative$" \
-			"$TAILBUS" replay x.hlog --start -5 &&
+		refused "^tailbus replay: bad value '-5' for --warmup: must not be negative$" \
+			"$TAILBUS" replay x.hlog --warmup -5 &&
+		refused "^tailbus replay: bad value '-x' for --start: not a duration" \
+			"$TAILBUS" replay x.hlog --start -x &&
 		refused "^tailbus replay: bad value 'soon' for --warmup: not a duration" \
 			"$TAILBUS" replay x.hlog --warmup soon &&
 		refused "^tailbus compare: bad value 'xml' for --format: want text or json$" \

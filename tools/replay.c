@@ -1119,6 +1119,17 @@ static bool parse_seconds(const char *name, const char *arg, double *seconds)
 	return true;
 }
 
+/* --start and --end: offsets from the log's base time, which may lie
+ * before it (Java's -start takes negative values too). */
+static bool parse_offset(const char *name, const char *arg, double *seconds)
+{
+	int64_t ns;
+	if (arg[0] != '-' || tb_unit_parse(arg + 1, &offset_spec, &ns) < 0)
+		return parse_seconds(name, arg, seconds); /* its error names the whole value */
+	*seconds = -(double)ns / TB_UNIT_S;
+	return true;
+}
+
 static bool parse_warmup(const char *name, const char *arg, struct options *o)
 {
 	if (!strcmp(arg, "auto")) {
@@ -1165,8 +1176,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		bool ok = true;
 		switch (c) {
 		case 't': o->tag = optarg; break;
-		case 's': ok = parse_seconds(name, optarg, &o->start); break;
-		case 'e': ok = parse_seconds(name, optarg, &o->end); break;
+		case 's': ok = parse_offset(name, optarg, &o->start); break;
+		case 'e': ok = parse_offset(name, optarg, &o->end); break;
 		case 'f':
 			if (!strcmp(optarg, "text")) o->format = FMT_TEXT;
 			else if (!strcmp(optarg, "json")) o->format = FMT_JSON;
