@@ -382,7 +382,7 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	int rc = drain_rows(c, start_sec, &drain_gap);
 	if (drain_gap > k->longest_gap_ns)
 		k->longest_gap_ns = drain_gap;
-	int rows;
+	int rows = 0;
 	int64_t gap_ns = k->longest_gap_ns; /* what this close reports */
 	if (rc == 0)
 		rc = slot_rows(c, half, start_sec, drops, gap_ns, &rows);
