@@ -80,9 +80,13 @@ static void usage(FILE *out)
 		"Durations take ns, us, ms, s, m or h; sizes K, M or G (powers of 1024).\n");
 }
 
-/* What each option takes. */
+/* What each option takes: the bounds the help states, a year of rotation,
+ * counts as far as their fields (uint32, int) hold them. */
 #define ROTATE_MAX_NS (8760 * TB_UNIT_HOUR) /* a year */
 #define GID_MAX 4294967294LL                /* (gid_t)-1 means "no group" to chown */
+#define RING_EVENTS_MAX (1LL << 31)         /* the largest power of two a uint32 holds */
+#define FIFO_PRIO_MIN 1                     /* SCHED_FIFO's range on Linux */
+#define FIFO_PRIO_MAX 99
 static const tb_unit_spec interval_spec = {TB_UNIT_DURATION, TB_UNIT_S, TB_UNIT_MS, TB_UNIT_HOUR};
 static const tb_unit_spec rotate_spec = {TB_UNIT_DURATION, TB_UNIT_S, 0, ROTATE_MAX_NS};
 static const tb_unit_spec rotate_bytes_spec = {TB_UNIT_SIZE, 1, 0, INT64_MAX};
@@ -91,11 +95,11 @@ static const tb_unit_spec backoff_spec = {TB_UNIT_DURATION, TB_UNIT_NS, 0, TB_UN
 static const tb_unit_spec cpu_spec = {TB_UNIT_COUNT, 1, 0, CPU_SETSIZE - 1};
 static const tb_unit_spec keep_spec = {TB_UNIT_COUNT, 1, 0, INT32_MAX};
 static const tb_unit_spec slots_spec = {TB_UNIT_COUNT, 1, 1, UINT32_MAX};
-static const tb_unit_spec ring_spec = {TB_UNIT_COUNT, 1, 2, 1u << 31}; /* rounded up to 2^k */
+static const tb_unit_spec ring_spec = {TB_UNIT_COUNT, 1, 2, RING_EVENTS_MAX}; /* up to 2^k */
 static const tb_unit_spec metrics_spec = {TB_UNIT_COUNT, 1, 1, TB_MAX_METRICS};
 static const tb_unit_spec lanes_spec = {TB_UNIT_COUNT, 1, 0, TB_FOLD_LANES_MAX};
 static const tb_unit_spec group_spec = {TB_UNIT_COUNT, 1, 0, GID_MAX};
-static const tb_unit_spec fifo_spec = {TB_UNIT_COUNT, 1, 1, 99};
+static const tb_unit_spec fifo_spec = {TB_UNIT_COUNT, 1, FIFO_PRIO_MIN, FIFO_PRIO_MAX};
 static const tb_unit_spec drains_spec = {TB_UNIT_COUNT, 1, 1, TB_COLLECTOR_MAX_DRAINERS};
 
 /* `arg` for option `name` as `spec` says; false after the sentence that
@@ -178,7 +182,10 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'c': ok = value(name, optarg, &cpu_spec, &v); o->cpu = (int)v; break;
 		case 'i': ok = value(name, optarg, &interval_spec, &o->cfg.interval_ns); break;
 		case 'R': ok = value(name, optarg, &rotate_spec, &o->cfg.writer.rotate_ns); break;
-		case 'B': ok = value(name, optarg, &rotate_bytes_spec, &v); o->cfg.writer.rotate_bytes = (uint64_t)v; break;
+		case 'B':
+			ok = value(name, optarg, &rotate_bytes_spec, &v);
+			o->cfg.writer.rotate_bytes = (uint64_t)v;
+			break;
 		case 'k': ok = value(name, optarg, &keep_spec, &v); o->cfg.writer.keep_files = (int)v; break;
 		case 'u': ok = value(name, optarg, &idle_spec, &o->cfg.idle_ns); break;
 		case 'n': ok = value(name, optarg, &backoff_spec, &o->cfg.backoff_ns); break;
@@ -187,7 +194,10 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'f': o->cfg.fresh = true; break;
 		case 's': ok = value(name, optarg, &slots_spec, &v); o->cfg.seg.slot_count = (uint32_t)v; break;
 		case 'r': ok = value(name, optarg, &ring_spec, &v); o->cfg.seg.ring_capacity = (uint32_t)v; break;
-		case 'm': ok = value(name, optarg, &metrics_spec, &v); o->cfg.seg.metric_capacity = (uint32_t)v; break;
+		case 'm':
+			ok = value(name, optarg, &metrics_spec, &v);
+			o->cfg.seg.metric_capacity = (uint32_t)v;
+			break;
 		case 'o': ok = value(name, optarg, &lanes_spec, &v); o->cfg.seg.fold_lanes = (uint32_t)v; break;
 		case 'g': ok = value(name, optarg, &group_spec, &v); o->cfg.seg.group = (gid_t)v; break;
 		case 'L': o->mlock = true; break;

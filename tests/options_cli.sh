@@ -161,7 +161,9 @@ unknown_options() {
 	status 2 "$TAILBUSD" --bus || return 1
 	expect_eq "tailbusd --bus" "$(head -1 "$tmp/err")" "tailbusd: option '--bus' needs a value" || return 1
 	status 2 "$TAILBUS" load --duration || return 1
-	expect_eq "load --duration" "$(head -1 "$tmp/err")" "tailbus load: option '--duration' needs a value"
+	expect_eq "load --duration" "$(head -1 "$tmp/err")" "tailbus load: option '--duration' needs a value" || return 1
+	status 2 "$TAILBUS" compare a -- b --format || return 1
+	expect_eq "compare --format" "$(cat "$tmp/err")" "tailbus compare: option '--format' needs a value"
 }
 check "unknown options and missing values: 'PROGRAM: unknown option', exit 2" unknown_options
 

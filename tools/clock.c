@@ -730,7 +730,8 @@ static int parse(int argc, char **argv, struct run *run)
 		case 'V': tb_cli_version(); return 1;
 		default:
 			tb_cli_bad_option(VERB, c, argv[optind - 1]);
-			usage(stderr);
+			if (c == '?')
+				usage(stderr);
 			return -EINVAL;
 		}
 	}

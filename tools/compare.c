@@ -694,7 +694,10 @@ static int parse_side(char **args, size_t n, struct options *o, int side)
 		} else if ((v = option_value(args, n, &i, "--tag", &missing))) {
 			o->tag = v;
 		} else if (missing || (args[i][0] == '-' && args[i][1] != '\0')) {
-			tb_cli_error(VERB, "%s '%s'", missing ? "no value for" : "unknown option", args[i]);
+			if (missing)
+				tb_cli_error(VERB, "option '%s' needs a value", args[i]);
+			else
+				tb_cli_error(VERB, "unknown option '%s'", args[i]);
 			return -EINVAL;
 		} else {
 			o->files[side][o->nfiles[side]++] = args[i];

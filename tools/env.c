@@ -67,7 +67,8 @@ int tb_cmd_env(int argc, char **argv)
 		case 'V': tb_cli_version(); return TB_EXIT_OK;
 		default:
 			tb_cli_bad_option(VERB, c, argv[optind - 1]);
-			usage(stderr);
+			if (c == '?')
+				usage(stderr);
 			return TB_EXIT_USAGE;
 		}
 	}

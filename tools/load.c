@@ -1122,9 +1122,10 @@ static void usage(FILE *out)
 		"<metric>.closed (from the actual send). The bus is found in --dir, else\n"
 		"$TAILBUS_DIR, else hugetlbfs or /dev/shm. D, W, T, X, N, S and L are durations\n"
 		"(10s, 100ms, 500us, 1m): a bare number is seconds for D, W, T and X and\n"
-		"nanoseconds for N, S and L. Defaults: --warmup D/10, --service-ns 0, --metric %s, --seed 1,\n"
-		"--late-ns %d, --queue %d, --drain 2D (at least 1 s). Generator and engine\n"
-		"share one thread (on CPU C) unless --engine-cpu gives the engine its own.\n"
+		"nanoseconds for N, S and L. Defaults: --warmup D/10, --service-ns 0,\n"
+		"--metric %s, --seed 1, --late-ns %d, --queue %d, --drain 2D (at least 1 s).\n"
+		"Generator and engine share one thread (on CPU C) unless --engine-cpu gives\n"
+		"the engine its own.\n"
 		"The report adds the engine's service time (done minus start of service).\n"
 		"--record off: record nothing into the bus (no tb_attach, no tb_span), all else\n"
 		"the same, to measure the observer effect; --bus is optional then.\n",
@@ -1189,8 +1190,12 @@ static bool parse_one(int opt, const char *name, const char *arg, struct config 
 	case 'j': c->json = true; return true;
 	case 'p': c->plot_dir = arg; return true;
 	case 'd': return tb_cli_unit(VERB, name, arg, &run_span, &c->duration_ns);
-	case 'w': c->warmup_set = true; return tb_cli_unit(VERB, name, arg, &run_span_or_zero, &c->warmup_ns);
-	case 'D': c->drain_set = true; return tb_cli_unit(VERB, name, arg, &run_span_or_zero, &c->drain_ns);
+	case 'w':
+		c->warmup_set = true;
+		return tb_cli_unit(VERB, name, arg, &run_span_or_zero, &c->warmup_ns);
+	case 'D':
+		c->drain_set = true;
+		return tb_cli_unit(VERB, name, arg, &run_span_or_zero, &c->drain_ns);
 	case 'T': return tb_cli_unit(VERB, name, arg, &run_span, &c->stall_every_ns);
 	case 'S': return tb_cli_unit(VERB, name, arg, &engine_ns, &c->stall_ns);
 	case 'n': return tb_cli_unit(VERB, name, arg, &engine_ns, &c->service_ns);
@@ -1295,13 +1300,18 @@ static int parse(int argc, char **argv, struct config *c)
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":", longs, &idx)) != -1) {
-		if (opt == 'h' || opt == 'V') {
-			opt == 'h' ? usage(stdout) : tb_cli_version();
+		if (opt == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if (opt == 'V') {
+			tb_cli_version();
 			return 1;
 		}
 		if (opt == '?' || opt == ':') {
 			tb_cli_bad_option(VERB, opt, argv[optind - 1]);
-			usage(stderr);
+			if (opt == '?')
+				usage(stderr);
 			return -EINVAL;
 		}
 		if (!parse_one(opt, longs[idx].name, optarg, c))

@@ -197,7 +197,8 @@ static int parse(int argc, char **argv, struct model *m, const char **log)
 		case 's': ok = tb_cli_unit(VERB, name, optarg, &stall_spec, &m->stall_ns); break;
 		default:
 			tb_cli_bad_option(VERB, c, argv[optind - 1]);
-			usage(stderr);
+			if (c == '?')
+				usage(stderr);
 			return -EINVAL;
 		}
 		if (!ok)

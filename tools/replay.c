@@ -1213,7 +1213,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'V': tb_cli_version(); return 1;
 		default:
 			tb_cli_bad_option(VERB, c, argv[optind - 1]);
-			usage(stderr);
+			if (c == '?')
+				usage(stderr);
 			return -EINVAL;
 		}
 		if (!ok)

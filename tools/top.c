@@ -198,9 +198,9 @@ static int window_check(const struct options *o, const struct snap *sn)
 	}
 	if (round((double)o->window_ns / (double)interval_ns) > sn->window_cap) {
 		tb_cli_bad_value(VERB, "window", o->window_arg,
-				 "longer than %s %s keeps: %u intervals of %s, %s at most",
-				 sn->from_log ? "top keeps from log" : "the live area of bus", sn->source,
-				 sn->window_cap, iv, most);
+				 "longer than %s %s%s: %u intervals of %s, %s at most",
+				 sn->from_log ? "top keeps of log" : "the live area of bus", sn->source,
+				 sn->from_log ? "" : " keeps", sn->window_cap, iv, most);
 		return -EDOM;
 	}
 	return 0;
@@ -1486,8 +1486,8 @@ static void usage(FILE *out)
 		"ring drops over a window of the newest W (default 10s; 500ms, 30s, 1m; a bare\n"
 		"number is seconds) of published intervals, their histograms merged. W is\n"
 		"rounded to whole intervals, from one to as many as the live area keeps (%u by\n"
-		"default: 64 s of 1 s intervals); a W outside that is refused. '*' marks a percentile with fewer than %d\n"
-		"samples expected beyond it. The bus is NAME (default $TAILBUS_BUS, else\n"
+		"default); a W outside that is refused. '*' marks a percentile with fewer than\n"
+		"%d samples expected beyond it. The bus is NAME (default $TAILBUS_BUS, else\n"
 		"'default'), found in --dir, else $TAILBUS_DIR, else hugetlbfs or /dev/shm;\n"
 		"--log FILE follows an interval log instead. On a terminal the table is redrawn\n"
 		"once per collector interval (or every --interval-ms); 'q' or Ctrl-C quits.\n"
@@ -1548,7 +1548,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'V': tb_cli_version(); return 1;
 		default:
 			tb_cli_bad_option(VERB, c, argv[optind - 1]);
-			usage(stderr);
+			if (c == '?')
+				usage(stderr);
 			return -EINVAL;
 		}
 	}

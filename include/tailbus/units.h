@@ -1,8 +1,8 @@
 /* tailbus/units.h - the values people type on a command line: durations,
  * sizes and counts, each with its units, its range and one reason when refused.
  *
- * Every tool and tailbusd read option values through tb_unit_parse, so that
- * one spelling means the same everywhere:
+ * Every tool and tailbusd read their durations, sizes and counts through
+ * tb_unit_parse, so that one spelling means the same everywhere:
  *   - a duration is a number and a unit: ns, us, ms, s, m (minutes) or h;
  *     a bare number counts the option's own unit (spec->bare: --rotate-seconds
  *     60 is 60 s, --idle-us 5 is 5 us), so old command lines keep working;
@@ -11,7 +11,8 @@
  *   - a count is a whole number, no unit.
  * Durations and sizes may have a fraction and an exponent ("1.5s", "1e3us");
  * the result is rounded to the nearest ns or byte. Nothing else is accepted:
- * no sign, no space, no hex, no "inf".
+ * no '+', no space, no hex, no "inf"; a leading '-' reads as a negative
+ * value, so that "-1" is refused as below the minimum, not as junk.
  *
  * Errors (negative errno, as the rest of the library):
  *   -EINVAL  not a number, or a unit this kind does not know (or NULL);
@@ -62,9 +63,9 @@ int tb_unit_parse(const char *s, const tb_unit_spec *spec, int64_t *out);
 /* `v` in the largest unit that shows it as a whole number (5400 s is "90m",
  * 1500 ms "1500ms", 2048 bytes "2K", 1536 bytes "1536"): durations in ns,
  * us, ms, s, m or h, sizes in bytes, K, M or G, counts as digits; what it
- * writes parses back to `v`. Returns the length,
- * or -ENOSPC when cap is too small (buf then holds a cut, NUL-terminated
- * string), or -EINVAL for a NULL buffer. */
+ * writes parses back to `v` (v >= 0). Returns the length, or -ENOSPC when cap
+ * is too small (buf then holds a cut, NUL-terminated string), or -EINVAL for
+ * a NULL buffer. */
 int tb_unit_format(char *buf, size_t cap, tb_unit_kind kind, int64_t v);
 
 /* Why tb_unit_parse refused a value with `err` under `spec`, as a phrase
