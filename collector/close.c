@@ -217,6 +217,13 @@ static int slot_rows(tb_collector *c, int half, double start, const uint64_t *dr
 /* A row per drain thread: the events it took since the last close, its
  * longest pass, its longest gap between passes and the part of that gap
  * it ran itself (tb_drain_stalls). Returns the longest wall gap. */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static uint32_t us32(int64_t ns)
 {
 	return ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(ns / 1000);
@@ -225,7 +232,7 @@ static uint32_t us32(int64_t ns)
 static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 {
 	int rc = 0;
-	int64_t worst_pass = 0, worst_self = 0;
+	int64_t worst_pass = 0, worst_self = 0, now = mono_ns();
 	*longest_gap = 0;
 	for (uint32_t k = 0; rc == 0 && k < c->ndrainers; k++) {
 		tb_drainer *d = &c->drainers[k];
@@ -235,6 +242,12 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 			.longest_self_gap_ns =
 				__atomic_exchange_n(&d->stalls.longest_self_gap_ns, 0, __ATOMIC_RELAXED),
 		};
+		/* a gap still going on (the whole collector was stopped, say, and
+		 * this thread has not passed since it went on): reported now, beside
+		 * the drops it caused, which this close reads */
+		int64_t last = __atomic_load_n(&d->last_pass_ns, __ATOMIC_RELAXED);
+		if (last && now - last > s.longest_gap_ns)
+			s.longest_gap_ns = now - last;
 		uint64_t total = __atomic_load_n(&d->events_total, __ATOMIC_RELAXED);
 		tb_metric_counts mc = {.events = total - c->closer.drained_seen[k]};
 		c->closer.drained_seen[k] = total;

@@ -571,7 +571,7 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	bool full = false;
 	int64_t now = mono_now();
 	note_gap(d, now);
-	d->last_pass_ns = now;
+	__atomic_store_n(&d->last_pass_ns, now, __ATOMIC_RELAXED); /* the closer reads it */
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		if (!hold(d, &c->slots[i]) || !tend(d, i))
 			continue;
