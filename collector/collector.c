@@ -250,10 +250,13 @@ int tb_collector_close_interval(tb_collector *c, int64_t length_ns)
 void tb_collector_assign(tb_collector *c, uint32_t i, uint32_t d)
 {
 	tb_slot_follow *f = &c->slots[i];
-	if (__atomic_load_n(&f->want, __ATOMIC_RELAXED) == d)
+	uint32_t was = __atomic_load_n(&f->want, __ATOMIC_RELAXED);
+	if (was == d)
 		return;
 	__atomic_store_n(&f->want, d, __ATOMIC_RELAXED);
 	c->moves++;
+	tb_drainer_poke(c, was);
+	tb_drainer_poke(c, d);
 }
 
 /* Rebalancing: each ring's events since the last call is its load; rings

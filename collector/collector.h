@@ -262,6 +262,11 @@ typedef struct tb_drainer {
 	int64_t next_housekeep_ns;
 	tb_drain_stalls stalls;
 	uint64_t events_total;   /* taken, ever (relaxed atomic) */
+	uint32_t *mine;          /* the slots this thread holds, as its last look found them */
+	uint32_t nmine;
+	/* set (release) by the run loop when a slot's assignment or request
+	 * changed: the next pass looks at every slot, not only its own */
+	alignas(64) uint32_t attention;
 	/* published with release: every interval before it is finished here */
 	alignas(64) int64_t acked_start_ns;
 } tb_drainer;
@@ -380,6 +385,13 @@ void tb_series_fold_events(tb_collector *c, int half, tb_metric_counts *counts);
 void tb_series_settle_bounds(tb_collector *c, int half);
 /* Whether metric id `metric` is registered (remembered once seen). */
 bool tb_collector_metric_ready(tb_collector *c, uint16_t metric);
+
+/* Tell drain thread d to look at every slot at its next pass. */
+static inline void tb_drainer_poke(tb_collector *c, uint32_t d)
+{
+	if (d < c->ndrainers)
+		__atomic_store_n(&c->drainers[d].attention, 1, __ATOMIC_RELEASE);
+}
 
 /* slots.c */
 void tb_slots_quarantine(tb_collector *c, uint32_t i, const char *reason);

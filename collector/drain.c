@@ -55,7 +55,9 @@ int tb_drainer_init(tb_drainer *d, tb_collector *c, uint32_t id, int cpu)
 	d->counts[0] = calloc(metrics, sizeof(tb_metric_counts));
 	d->counts[1] = calloc(metrics, sizeof(tb_metric_counts));
 	d->fold_grew = malloc(TB_FOLD_COUNTS * sizeof(uint64_t));
-	if (!d->counts[0] || !d->counts[1] || !d->fold_grew)
+	d->mine = calloc(c->seg.layout.slot_count, sizeof(uint32_t));
+	d->attention = 1; /* the first pass looks at every slot */
+	if (!d->counts[0] || !d->counts[1] || !d->fold_grew || !d->mine)
 		return -ENOMEM;
 	return 0;
 }
@@ -65,6 +67,7 @@ void tb_drainer_free(tb_drainer *d)
 	free(d->counts[0]);
 	free(d->counts[1]);
 	free(d->fold_grew);
+	free(d->mine);
 }
 
 void tb_drainer_set_open(tb_drainer *d)
@@ -538,18 +541,40 @@ static void note_gap(tb_drainer *d, int64_t now)
 	keep_most(&d->stalls.longest_self_gap_ns, self);
 }
 
-/* Slot i at a visit, held: the run loop's request carried out, a new
- * producer followed. True if its ring is to be read. A new producer is
- * followed at once (one load per idle slot), not at the next housekeeping:
- * one that floods as soon as it attaches must not fill its ring before
- * anyone reads it. */
-static bool tend(tb_drainer *d, uint32_t i)
+/* The run loop changed something: every slot is looked at, those held
+ * are carried out what was asked and become this thread's list. A slot
+ * wanted here but still held by another (which lets go at its next pass)
+ * keeps the attention up, so the next pass looks again. */
+static void look_at_all(tb_drainer *d)
+{
+	tb_collector *c = d->c;
+	bool waiting = false;
+	__atomic_store_n(&d->attention, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* the clear before the reads it answers */
+	d->nmine = 0;
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
+		tb_slot_follow *f = &c->slots[i];
+		if (hold(d, f)) {
+			d->mine[d->nmine++] = i;
+			uint32_t what = __atomic_load_n(&f->release, __ATOMIC_ACQUIRE);
+			if (what != TB_RELEASE_NONE)
+				carry_out(d, i, what);
+		} else if (__atomic_load_n(&f->want, __ATOMIC_RELAXED) == d->id) {
+			waiting = true;
+		}
+	}
+	if (waiting)
+		__atomic_store_n(&d->attention, 1, __ATOMIC_RELAXED);
+}
+
+/* Slot i, held, at a visit: a new producer is followed at once (one load
+ * per idle slot), not at the next housekeeping: one that floods as soon as
+ * it attaches must not fill its ring before anyone reads it. True if its
+ * ring is to be read. */
+static inline bool readable(tb_drainer *d, uint32_t i)
 {
 	tb_collector *c = d->c;
 	tb_slot_follow *f = &c->slots[i];
-	uint32_t what = __atomic_load_n(&f->release, __ATOMIC_ACQUIRE);
-	if (TB_UNLIKELY(what != TB_RELEASE_NONE))
-		carry_out(d, i, what);
 	if (!f->followed &&
 	    __atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) == TB_SLOT_LIVE)
 		tb_slots_follow(c, i);
@@ -558,22 +583,23 @@ static bool tend(tb_drainer *d, uint32_t i)
 
 void tb_drainer_tend(tb_drainer *d)
 {
-	for (uint32_t i = 0; i < d->c->seg.layout.slot_count; i++) {
-		if (hold(d, &d->c->slots[i]))
-			tend(d, i);
-	}
+	look_at_all(d);
+	for (uint32_t k = 0; k < d->nmine; k++)
+		readable(d, d->mine[k]);
 }
 
 uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 {
-	tb_collector *c = d->c;
 	uint64_t total = 0;
 	bool full = false;
 	int64_t now = mono_now();
 	note_gap(d, now);
 	__atomic_store_n(&d->last_pass_ns, now, __ATOMIC_RELAXED); /* the closer reads it */
-	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
-		if (!hold(d, &c->slots[i]) || !tend(d, i))
+	if (TB_UNLIKELY(__atomic_load_n(&d->attention, __ATOMIC_ACQUIRE)))
+		look_at_all(d);
+	for (uint32_t k = 0; k < d->nmine; k++) {
+		uint32_t i = d->mine[k];
+		if (!readable(d, i))
 			continue;
 		uint32_t n = drain_slot(d, i, TB_COLLECTOR_BATCH, now, whole_only);
 		total += n;

@@ -127,9 +127,12 @@ uint64_t tb_slots_drops(tb_collector *c, uint32_t i)
 	return delta;
 }
 
-static void ask_release(tb_slot_follow *f)
+static void ask(tb_collector *c, uint32_t i, uint32_t what)
 {
-	__atomic_store_n(&f->release, TB_RELEASE_FREE, __ATOMIC_RELEASE);
+	tb_slot_follow *f = &c->slots[i];
+	__atomic_store_n(&f->release, what, __ATOMIC_RELEASE);
+	uint32_t d = __atomic_load_n(&f->holder, __ATOMIC_ACQUIRE);
+	tb_drainer_poke(c, d != TB_NO_DRAINER ? d : __atomic_load_n(&f->want, __ATOMIC_RELAXED));
 }
 
 /* The owner fields the run loop reads were written by the holder when it
@@ -144,21 +147,19 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 	bool followed = __atomic_load_n(&f->followed, __ATOMIC_ACQUIRE);
 	switch (state) {
 	case TB_SLOT_LIVE:
+		/* (a header scribbled on is the holder's to see: drain.c) */
 		if (followed && f->generation != s->generation)
-			__atomic_store_n(&f->release, TB_RELEASE_REFOLLOW, __ATOMIC_RELEASE);
+			ask(c, i, TB_RELEASE_REFOLLOW);
 		else if (followed && !owner_alive(f))
-			ask_release(f);
-		else if (followed && !__atomic_load_n(&f->quarantined, __ATOMIC_ACQUIRE) &&
-			 !tb_slots_header_intact(c, i))
-			ask_release(f); /* the holder quarantines it first (drain.c) */
+			ask(c, i, TB_RELEASE_FREE);
 		break;
 	case TB_SLOT_DETACHED:
-		ask_release(f);
+		ask(c, i, TB_RELEASE_FREE);
 		break;
 	case TB_SLOT_CLAIMED:
 		if ((int64_t)(now - (int64_t)s->attached_ns) > CLAIM_TIMEOUT_NS && s->attached_ns &&
 		    tb_proc_start_time(s->pid) == 0)
-			ask_release(f);
+			ask(c, i, TB_RELEASE_FREE);
 		break;
 	case TB_SLOT_QUARANTINED:
 		if (!followed && !f->pid) {
@@ -169,7 +170,7 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 				f->pid = -1;
 		}
 		if (f->pid && !owner_alive(f))
-			ask_release(f);
+			ask(c, i, TB_RELEASE_FREE);
 		break;
 	default:
 		break;
