@@ -36,6 +36,7 @@ struct fixture {
 	char seg_dir[64], log_dir[64];
 	tb_collector c;
 	bool opened;
+	int64_t start_mono; /* the current interval's start on the producers' clock */
 	tb_producer *p;
 	tb_metric_t m[METRICS];
 };
@@ -129,9 +130,11 @@ static int teardown(void **state)
 
 /* The producer's monotonic time of `offset_ns` into the collector's
  * current interval (negative: before it). */
-static uint64_t at(const struct fixture *f, int64_t offset_ns)
+static uint64_t at(struct fixture *f, int64_t offset_ns)
 {
-	return (uint64_t)(f->c.drainers[0].interval_start_ns - f->c.clock_offset_ns + offset_ns);
+	if (f->opened) /* while none is (a restart), the last collector's */
+		f->start_mono = f->c.drainers[0].interval_start_ns - f->c.clock_offset_ns;
+	return (uint64_t)(f->start_mono + offset_ns);
 }
 
 static void spans(struct fixture *f, int metric, int n, uint64_t done, uint64_t latency)
