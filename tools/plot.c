@@ -276,7 +276,7 @@ static void draw_ticks(FILE *out, const struct axis *a, bool horizontal)
 		if (horizontal)
 			fprintf(out,
 				"<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n"
-				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+				"<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
 				px, PLOT_TOP, px, PLOT_BOTTOM, px, PLOT_BOTTOM + 18.0, label);
 		else
 			fprintf(out,
@@ -302,7 +302,7 @@ static void draw_ticks(FILE *out, const struct axis *a, bool horizontal)
 				continue;
 			tick_label(label, sizeof(label), a->def, d + log10(m));
 			if (horizontal)
-				fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#666\">%s</text>\n",
+				fprintf(out, "<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#666\">%s</text>\n",
 					px, PLOT_BOTTOM + 18.0, label);
 			else
 				fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#666\">%s</text>\n",
