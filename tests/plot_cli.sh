@@ -94,13 +94,13 @@ need(len(sub) == 1, "no subtitle")
 need(sub[0].text == "small.hlog, big.hlog, 2025-11-30 18:00:00 to 18:00:03 UTC", sub[0].text)
 ' && svg_check "$tmp/p1/over-time_small.svg" '
 sub = [t.text for t in svg.iter(ns + "text") if t.get("class") == "subtitle"]
-need(sub and sub[0].endswith("1 intervals, 1,887 samples"), "subtitle %s" % sub)
+need(sub == ["small.hlog, 2025-11-30 18:00:00 to 18:00:01 UTC, 1 interval, 1,887 samples"], "subtitle %s" % sub)
 weak = [g for g in svg.iter(ns + "g") if g.get("class") == "weak"]
 need(sum(len(g) for g in weak) == 2, "want p99 and p99.9 of 1,887 samples hollow")
 need("fewer than 100 samples beyond" in texts, "no legend row for hollow points")
 '
 }
-check "the subtitle names the files and the UTC time range; thin figures are hollow" \
+check "the subtitle names the files (a tag's own over time) and the UTC range; thin figures are hollow" \
 	subtitle_names_files_and_time
 
 compare_legend_counts() {

@@ -94,10 +94,17 @@ struct options {
 	const char *plot_dir;
 };
 
+/* File names a plot's subtitle lists before "and N more". */
+#define SUBTITLE_FILES 3
+
 struct tag_acc {
 	char name[TB_LOG_TAG_MAX];
 	tb_hist merged;
 	size_t intervals; /* merged */
+	/* the files it was read from (for the plots): how many, the first few
+	 * (indices into state.files), and 1 + the last one (files are read one
+	 * after the other, so a change of file is a new one) */
+	size_t nfiles, files[SUBTITLE_FILES], last_file1;
 	tb_interval_figures **run; /* every selected interval, in time order */
 	size_t nrun;
 	tb_warmup_result warm;
@@ -345,6 +352,17 @@ static int merged(struct state *st, const struct file *f, struct tag_acc *t, siz
 				  : 0;
 }
 
+/* Count file `file` among those tag t was read from. */
+static void note_file(struct tag_acc *t, size_t file)
+{
+	if (t->last_file1 == file + 1)
+		return;
+	if (t->nfiles < SUBTITLE_FILES)
+		t->files[t->nfiles] = file;
+	t->nfiles++;
+	t->last_file1 = file + 1;
+}
+
 /* A selected line with e->hist decoded: 0, or a negative errno; *merge_err
  * tells a merge failure (reported in the pass that merges) from the others
  * (reported in the first pass). */
@@ -371,6 +389,8 @@ static int take_entry(struct state *st, struct file *f, const tb_log_entry *e, e
 	if (!t)
 		return -ENOMEM;
 	f->used = true;
+	if (pass != PASS_STEADY)
+		note_file(t, (size_t)(f - st->files));
 	if (pass == PASS_STEADY) {
 		if (st->next_row >= st->nrows || st->rows[st->next_row++].f.warmup)
 			return 0;
@@ -410,6 +430,8 @@ static int take_line(struct state *st, struct file *f, tb_log_entry *e, enum pas
 		rc = tb_v2_decode_base64_add(e->payload, e->payload_len, &t->merged, why);
 		if (rc != -ERANGE) {
 			f->used |= rc == 0 || rc == -EOVERFLOW;
+			if (rc == 0 || rc == -EOVERFLOW)
+				note_file(t, (size_t)(f - st->files));
 			*merge_err = rc == -EOVERFLOW;
 			*bad_payload = rc < 0 && rc != -EOVERFLOW && rc != -ENOMEM;
 			return rc == 0 ? merged(st, f, t, index, e) : rc;
@@ -872,8 +894,6 @@ static void note_warmup(const struct state *st)
 
 /* Subtitle room: the files' names, the time range and the counts. */
 #define SUBTITLE_MAX 512
-/* File names a subtitle lists before "and N more". */
-#define SUBTITLE_FILES 3
 
 /* The span of tag t's intervals (with the warm-up's, or only those merged),
  * or of every tag's with t NULL; false when there is none. */
@@ -896,25 +916,31 @@ static bool span_of(const struct state *st, const struct tag_acc *t, bool warmup
 	return *from <= *to;
 }
 
-/* "FILES, TIME RANGE[, EXTRA]": what a plot was drawn from. */
+/* "FILES, TIME RANGE[, EXTRA]": what a plot was drawn from, tag t's files
+ * or, with t NULL, every file an interval was taken from. */
 static void plot_subtitle(const struct state *st, const struct tag_acc *t, bool warmup,
 			  const char *extra, char *buf, size_t cap)
 {
-	size_t at = 0, named = 0, used = 0;
+	size_t at = 0, named = 0, used = 0, first[SUBTITLE_FILES];
 	buf[0] = '\0';
-	for (size_t i = 0; i < st->nfiles; i++)
-		used += st->files[i].used;
-	for (size_t i = 0; i < st->nfiles && at < cap; i++) {
-		if (!st->files[i].used)
-			continue;
+	if (t) {
+		used = t->nfiles;
+		memcpy(first, t->files, sizeof(first));
+	} else {
+		for (size_t i = 0; i < st->nfiles; i++) {
+			if (st->files[i].used && used < SUBTITLE_FILES)
+				first[used] = i;
+			used += st->files[i].used;
+		}
+	}
+	for (; named < used && at < cap; named++) {
 		if (named == SUBTITLE_FILES) {
 			at += (size_t)snprintf(buf + at, cap - at, " and %zu more", used - named);
 			break;
 		}
-		const char *slash = strrchr(st->files[i].path, '/');
+		const char *path = st->files[first[named]].path, *slash = strrchr(path, '/');
 		at += (size_t)snprintf(buf + at, cap - at, "%s%s", named ? ", " : "",
-				       slash ? slash + 1 : st->files[i].path);
-		named++;
+				       slash ? slash + 1 : path);
 	}
 	double from, to;
 	char range[96];
@@ -995,7 +1021,8 @@ static int plot_over_time(const struct state *st, const struct tag_acc *t, FILE 
 	snprintf(title, sizeof(title), "p99, p99.9 and max per interval: %s%s",
 		 *t->name ? "tag " : "", tag_label(t->name));
 	tb_plot_count(count, sizeof(count), samples);
-	snprintf(extra, sizeof(extra), "%zu intervals, %s samples", t->nrun, count);
+	snprintf(extra, sizeof(extra), "%zu interval%s, %s samples", t->nrun, t->nrun == 1 ? "" : "s",
+		 count);
 	plot_subtitle(st, t, true, extra, subtitle, sizeof(subtitle));
 	tb_plot_marker warm = {t->warm.seconds, "warm-up ends"};
 	tb_plot p = {
