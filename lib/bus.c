@@ -187,23 +187,26 @@ int tb_bus_status_read(const char *path, tb_bus_status *st)
 	const char *slash = strrchr(path, '/');
 	if (!bus_of(slash ? slash + 1 : path, st->bus, sizeof(st->bus)))
 		return fail(st, -EINVAL, "not a segment file name (<bus>" TB_SEG_SUFFIX ")");
-	/* O_NONBLOCK: a FIFO under a segment's name must not hang the reader */
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return fail(st, -errno, "cannot open the segment file");
+	/* the file's own fields first, so that one that cannot be opened (another
+	 * user's) still shows its owner, size and age */
 	struct stat sb;
-	if (fstat(fd, &sb) < 0) {
-		int rc = -errno;
-		close(fd);
-		return fail(st, rc, "cannot stat the segment file");
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		close(fd);
-		return fail(st, -EINVAL, "the segment path is not a regular file");
-	}
+	if (lstat(path, &sb) < 0)
+		return fail(st, -errno, "cannot stat the segment file");
+	st->owner = sb.st_uid;
 	st->size = (uint64_t)sb.st_size;
 	st->created_ns = (int64_t)sb.st_ctim.tv_sec * NS_PER_SEC + sb.st_ctim.tv_nsec;
 	st->last_use_ns = st->created_ns;
+	if (!S_ISREG(sb.st_mode))
+		return fail(st, -EINVAL, "the segment path is not a regular file");
+	/* O_NONBLOCK: a FIFO put there since the lstat must not hang the reader */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return fail(st, -errno, errno == EACCES ? "another user's segment, not readable by this one"
+							: "cannot open the segment file");
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) { /* replaced since the lstat */
+		close(fd);
+		return fail(st, -EINVAL, "the segment file changed while it was read");
+	}
 	tb_seg_header h;
 	int rc = read_header(fd, st->size, &h, st);
 	if (rc < 0) {

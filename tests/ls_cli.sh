@@ -120,6 +120,26 @@ stopped_is_removed() {
 }
 check "a stopped collector's bus is 'stopped' and can be removed; an empty directory says so" stopped_is_removed
 
+other_users_bus() {
+	# another user's private (0600) segment: named with its owner, not an error
+	[[ $(id -u) -eq 0 ]] || return 77
+	chmod 755 "$tmp"
+	TAILBUS_DIR=$SEG "$TB_EMIT" --bus private --count 1 >/dev/null || return 1
+	local rc=0
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$TAILBUS" ls --dir "$SEG" \
+		>"$tmp/other.txt" 2>&1 || rc=$?
+	expect_eq "status" "$rc" 0 &&
+		grep -Eq "^private +unreadable " "$tmp/other.txt" &&
+		grep -q "^$SEG/private.tailbus: another user's segment, not readable by this one (uid 0)$" \
+			"$tmp/other.txt" || { cat "$tmp/other.txt"; return 1; }
+	rm -f "$SEG/private.tailbus"
+}
+check_skip_status=77
+check "another user's private bus is listed with its owner, and is not an error (as root: nobody)" \
+	other_users_bus
+
+check_skip_status=
+
 bad_input() {
 	local rc=0
 	head -c 8192 /dev/urandom >"$SEG/junk.tailbus"

@@ -134,9 +134,11 @@ static void print_text(const struct list *l, const struct options *o, int64_t no
 	for (size_t i = 0; i < l->n; i++) {
 		const tb_bus_status *st = &l->e[i].st;
 		char collector[48], producers[32], size[24], age[24], idle[24];
+		snprintf(size, sizeof(size), "%.1f MiB", (double)st->size / BYTES_PER_MIB);
+		fmt_age(age, sizeof(age), now - st->created_ns);
 		if (st->error) {
 			printf("%-20s %-22s %10s %7s %9s %8s %8s  %s\n", st->bus, "unreadable", "-", "-",
-			       "-", "-", "-", st->path);
+			       size, age, "-", st->path);
 			continue;
 		}
 		if (st->collector_pid && st->collector != TB_COLLECTOR_STOPPED)
@@ -149,15 +151,15 @@ static void print_text(const struct list *l, const struct options *o, int64_t no
 				 st->producers_gone);
 		else
 			snprintf(producers, sizeof(producers), "%u", st->producers);
-		snprintf(size, sizeof(size), "%.1f MiB", (double)st->size / BYTES_PER_MIB);
-		fmt_age(age, sizeof(age), now - st->created_ns);
 		fmt_age(idle, sizeof(idle), now - st->last_use_ns);
 		printf("%-20s %-22s %10s %7u %9s %8s %8s  %s%s\n", st->bus, collector, producers,
 		       st->metrics, size, age, idle, st->path, l->e[i].removed ? "  (removed)" : "");
 	}
 	for (size_t i = 0; i < l->n; i++) {
 		const struct entry *e = &l->e[i];
-		if (e->st.error)
+		if (e->st.error == -EACCES)
+			printf("%s: %s (uid %u)\n", e->st.path, e->st.why, (unsigned)e->st.owner);
+		else if (e->st.error)
 			printf("%s: %s (%s)\n", e->st.path, e->st.why, strerror(-e->st.error));
 		else if (e->st.collector != TB_COLLECTOR_SERVING && !e->removed)
 			printf("bus '%s': %s\n", e->st.bus, e->st.collector_why);
@@ -294,7 +296,8 @@ int tb_cmd_ls(int argc, char **argv)
 	int status = TB_EXIT_OK;
 	for (size_t i = 0; i < l.n; i++) {
 		const struct entry *e = &l.e[i];
-		if (e->st.error && e->st.error != -EAGAIN)
+		/* a creator at work, another user's private bus: not this user's problem */
+		if (e->st.error && e->st.error != -EAGAIN && e->st.error != -EACCES)
 			status = TB_EXIT_INPUT;
 		if (e->remove_rc && e->remove_rc != -EBUSY && e->remove_rc != -EAGAIN) {
 			tb_cli_error(VERB, "cannot remove %s: %s", e->st.path, strerror(-e->remove_rc));

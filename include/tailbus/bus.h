@@ -46,6 +46,7 @@ typedef struct tb_bus_status {
 	int error;         /* 0, or why the header could not be read (negative errno) */
 	const char *why;   /* a sentence when error != 0 */
 	bool initialised;  /* the creator finished (magic set); false: error is -EAGAIN */
+	uid_t owner;       /* the file's owner */
 	uint64_t size;     /* bytes of the file */
 	uint64_t page_size; /* of the segment's mapping (the header's) */
 	int64_t created_ns;  /* the header's creation time (the file's change time when unreadable) */
@@ -67,8 +68,9 @@ typedef struct tb_bus_status {
 /* Read the segment file at `path` (a name ending in ".tailbus"). Returns 0
  * with *st filled; or a negative errno when the file cannot be opened or is
  * not a segment: st->error and st->why say so, and only the file's fields
- * (path, bus, size, created_ns, last_use_ns from the file) are set. A segment
- * whose creator has not finished is -EAGAIN. */
+ * (path, bus, owner, size, created_ns, last_use_ns from the file) are set.
+ * A segment whose creator has not finished is -EAGAIN; another user's
+ * private one -EACCES. */
 int tb_bus_status_read(const char *path, tb_bus_status *st);
 
 /* Call `each` for every "<bus>.tailbus" file in the directories a bus is
