@@ -20,8 +20,8 @@
 #include "plot.h"
 
 #include <errno.h>
-#include <math.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
