@@ -155,8 +155,8 @@ static bool bus_name_valid(const char *bus)
 	return strspn(bus, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == n;
 }
 
-/* Candidate directories in search order. */
-static int candidates(const char *dir, char dirs[2][PATH_MAX], size_t pages[2])
+int tb_seg_dirs(const char *dir, char dirs[TB_SEG_DIRS_MAX][TB_SEG_PATH_MAX],
+		size_t pages[TB_SEG_DIRS_MAX])
 {
 	const char *env = getenv("TAILBUS_DIR");
 	if (!dir && env && *env)
@@ -338,7 +338,7 @@ int tb_seg_open(tb_seg *s, const char *dir, const char *bus, const tb_seg_config
 		return fail(why, "bad bus name (use letters, digits, '-', '_', '.')", -EINVAL);
 	char dirs[2][PATH_MAX], path[PATH_MAX];
 	size_t pages[2];
-	int n = candidates(dir, dirs, pages);
+	int n = tb_seg_dirs(dir, dirs, pages);
 	/* attach to an existing segment wherever it is */
 	for (int i = 0; i < n; i++) {
 		if (seg_path(path, dirs[i], bus) < 0)
@@ -398,7 +398,7 @@ int tb_seg_unlink(const char *dir, const char *bus)
 {
 	char dirs[2][PATH_MAX], path[PATH_MAX];
 	size_t pages[2];
-	int n = candidates(dir, dirs, pages), rc = -ENOENT;
+	int n = tb_seg_dirs(dir, dirs, pages), rc = -ENOENT;
 	if (!bus_name_valid(bus))
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {

@@ -19,6 +19,18 @@ bool tb_percentile_sufficient(int64_t total, double percentile)
 	return (double)total * (100.0 - percentile) >= 100.0 * TB_MIN_SAMPLES_BEYOND * (1 - 1e-9);
 }
 
+double tb_percentile_sufficient_limit(int64_t total)
+{
+	if (total < TB_MIN_SAMPLES_BEYOND)
+		return 0.0;
+	return 100.0 * (1.0 - (double)TB_MIN_SAMPLES_BEYOND / (double)total);
+}
+
+double tb_percentile_resolved(int64_t total)
+{
+	return total <= 1 ? 0.0 : 100.0 * (1.0 - 1.0 / (double)total);
+}
+
 void tb_summarize(const tb_hist *h, tb_summary *s)
 {
 	s->total = tb_hist_total(h);

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "tailbus/bus.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
@@ -274,28 +275,5 @@ int tb_producer_collector(const tb_producer *p, const char **why)
 	/* the shared header, not the private copy: these fields are the
 	 * collector's and change while we are attached */
 	const tb_seg_header *h = (const tb_seg_header *)((const tb_seg *)p->seg)->base;
-	uint32_t starts = __atomic_load_n(&h->collector_generation, __ATOMIC_ACQUIRE);
-	int32_t pid = __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
-	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
-	int state;
-	const char *sentence;
-	if (starts == 0 && pid == 0) {
-		state = TB_COLLECTOR_NONE;
-		sentence = "no collector has this bus yet: its events wait in the ring until "
-			   "tailbusd serves it (is the bus name right?)";
-	} else if (pid == 0) {
-		state = TB_COLLECTOR_STOPPED;
-		sentence = "the bus's collector has stopped: its events wait in the ring until "
-			   "tailbusd serves it again";
-	} else if ((int64_t)tb_now(p) - beat > TB_COLLECTOR_SILENT_NS) {
-		state = TB_COLLECTOR_SILENT;
-		sentence = "the bus's collector has not been heard from for 2 s or more "
-			   "(stopped by a signal, stuck or killed)";
-	} else {
-		state = TB_COLLECTOR_SERVING;
-		sentence = NULL;
-	}
-	if (why)
-		*why = sentence;
-	return state;
+	return tb_bus_collector_state(h, (int64_t)tb_now(p), why);
 }

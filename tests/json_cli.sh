@@ -2,7 +2,8 @@
 # json_cli.sh - every verb's JSON uses only the keys docs/json.md lists for it:
 # top from a bus and from a log, load on a bus (open and closed loop, a sweep,
 # a periodic stall), replay with a warm-up, a series and a CO correction,
-# compare, clock and env, each run for real on a collector's own log.
+# compare, clock and env, each run for real on a collector's own log, and ls
+# on the collector's segment directory.
 #
 # Needs: TAILBUS, TAILBUSD, TB_EMIT.
 set -euo pipefail
@@ -97,6 +98,15 @@ compare_json() {
 		documented compare "$tmp/compare.json"
 }
 check "compare --format json: documented keys only" compare_json
+
+ls_json() {
+	# the stopped collector's segment, and a file whose creator never finished
+	head -c 100 /dev/zero >"$tmp/$BUS/seg/unfinished.tailbus"
+	"$TAILBUS" ls --dir "$tmp/$BUS/seg" --json --remove-stale 1h >"$tmp/ls.json" &&
+		grep -q '"error":' "$tmp/ls.json" && grep -q '"removed":false' "$tmp/ls.json" &&
+		documented ls "$tmp/ls.json"
+}
+check "ls --json (a bus, a file that is not one yet, --remove-stale): documented keys only" ls_json
 
 clock_env() {
 	"$TAILBUS" clock --json --samples 1000 >"$tmp/clock.json" &&

@@ -129,6 +129,25 @@ static void sufficiency_needs_100_samples_beyond(void **state)
 	tb_hist_free(&h);
 }
 
+/* A plot's insufficient region starts where the limit says, and agrees with
+ * tb_percentile_sufficient on either side of it; a curve of n samples ends at
+ * 1 - 1/n (1,887 samples: 99.947%, not 100%). */
+static void plot_limits_follow_the_sample_count(void **state)
+{
+	(void)state;
+	static const int64_t totals[] = {100, 101, 1887, 100000, 123456789};
+	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++) {
+		double limit = tb_percentile_sufficient_limit(totals[i]);
+		assert_true(tb_percentile_sufficient(totals[i], limit));
+		assert_false(tb_percentile_sufficient(totals[i], limit + 1e-6));
+	}
+	assert_true(tb_percentile_sufficient_limit(99) == 0.0);
+	assert_true(fabs(tb_percentile_sufficient_limit(100000) - 99.9) < 1e-9);
+	assert_true(fabs(tb_percentile_resolved(1887) - 100.0 * 1886.0 / 1887.0) < 1e-9);
+	assert_true(tb_percentile_resolved(1887) < 99.95);
+	assert_true(tb_percentile_resolved(1) == 0.0);
+	assert_true(tb_percentile_resolved(0) == 0.0);
+}
 
 /* The two header lines of Java's .hgrm file, as HistogramLogProcessor -o
  * wrote them for the jHiccup fixture (TZ=UTC): the range and the StartTime
@@ -163,6 +182,7 @@ int main(void)
 		cmocka_unit_test(unit_ratio_scales_values_like_java),
 		cmocka_unit_test(java_fixed_formatting_rounds_shortest_digits_half_up),
 		cmocka_unit_test(sufficiency_needs_100_samples_beyond),
+		cmocka_unit_test(plot_limits_follow_the_sample_count),
 		cmocka_unit_test(hgrm_header_lines_are_java_s),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -79,6 +79,7 @@ struct options {
 struct run_tag {
 	char name[TB_LOG_TAG_MAX];
 	tb_hist h;
+	double from, to; /* its intervals' span, seconds since the epoch (plot titles) */
 };
 
 #define ENV_TEXT_MAX 512
@@ -124,6 +125,8 @@ static struct run_tag *run_tag(struct run *r, const char *name, const tb_hist *l
 	r->tags = grown;
 	struct run_tag *t = &r->tags[r->ntags];
 	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->from = INFINITY;
+	t->to = -INFINITY;
 	if (tb_hist_init_like(&t->h, like) < 0)
 		return NULL;
 	r->ntags++;
@@ -163,6 +166,8 @@ static int read_run(struct run *r, const char *tag)
 			rc = -ENOMEM;
 			break;
 		}
+		t->from = fmin(t->from, e.start_abs_sec);
+		t->to = fmax(t->to, e.start_abs_sec + e.length_sec);
 		if ((rc = tb_hist_add_growing(&t->h, &e.hist)) < 0) {
 			tb_cli_error(VERB, "%s: line %zu: cannot merge tag '%s': %s", r->path, e.line,
 				     e.tag, strerror(-rc));
@@ -444,11 +449,14 @@ static int plot_tag(const struct options *o, const struct side *sides, size_t *t
 	size_t n = sides[0].nruns + sides[1].nruns, at = 0;
 	tb_plot_spectrum *spectra = calloc(n, sizeof(*spectra));
 	char (*labels)[64] = calloc(n, sizeof(*labels));
-	char title[TB_LOG_TAG_MAX + 64], path[PATH_MAX];
+	char title[TB_LOG_TAG_MAX + 64], path[PATH_MAX], subtitle[160], range[96];
 	int rc = spectra && labels ? 0 : -ENOMEM;
+	double from = INFINITY, to = -INFINITY;
 	for (int s = 0; s < SIDES && rc == 0; s++) {
 		for (size_t i = 0; i < sides[s].nruns; i++, at++) {
 			const struct run *r = &sides[s].runs[i];
+			from = fmin(from, r->tags[tag_at[s][i]].from);
+			to = fmax(to, r->tags[tag_at[s][i]].to);
 			snprintf(labels[at], sizeof(labels[at]), "%s%zu %s", side_names[s], i + 1,
 				 base_name(r->path));
 			spectra[at] = (tb_plot_spectrum){labels[at], &r->tags[tag_at[s][i]].h,
@@ -458,10 +466,16 @@ static int plot_tag(const struct options *o, const struct side *sides, size_t *t
 	}
 	snprintf(title, sizeof(title), "Latency by percentile, A (blue) vs B (red): %s%s",
 		 *tag ? "tag " : "", *tag ? tag : "(untagged)");
+	if (from <= to)
+		tb_plot_time_range(range, sizeof(range), from, to);
+	else
+		snprintf(range, sizeof(range), "no intervals");
+	snprintf(subtitle, sizeof(subtitle), "%zu runs of A, %zu of B, %s", sides[0].nruns,
+		 sides[1].nruns, range);
 	if (rc == 0)
 		rc = tb_plot_path(path, sizeof(path), o->plot_dir, "compare-spectrum", tag);
 	if (rc == 0)
-		rc = tb_plot_spectra(path, title, spectra, n, TB_HGRM_DEFAULT_TICKS);
+		rc = tb_plot_spectra(path, title, subtitle, spectra, n, TB_HGRM_DEFAULT_TICKS);
 	if (rc == 0)
 		fprintf(note, "plot: %s\n", path);
 	else

@@ -20,25 +20,34 @@
 #include "plot.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+
+#include "tailbus/summary.h"
 
 /* Canvas and plot area, in SVG user units (pixels at 100%). The legend sits in
  * a column right of the plot so it never hides a line. */
-#define SVG_WIDTH 960
-#define SVG_HEIGHT 540
-#define LEGEND_WIDTH 240
+#define SVG_WIDTH 1040
+#define SVG_HEIGHT 560
+#define LEGEND_WIDTH 320
 #define PLOT_LEFT 90.0
-#define PLOT_TOP 48.0
+#define PLOT_TOP 64.0
+#define TITLE_Y 22.0
+#define SUBTITLE_Y 40.0
 #define PLOT_RIGHT (SVG_WIDTH - LEGEND_WIDTH - 20.0)
 #define PLOT_BOTTOM (SVG_HEIGHT - 64.0)
 #define LEGEND_X (PLOT_RIGHT + 20.0)
 #define LEGEND_ROW 18.0
 #define LEGEND_ROWS_MAX ((int)((PLOT_BOTTOM - PLOT_TOP) / LEGEND_ROW) - 1)
-#define LABEL_CHARS_MAX 34 /* legend text that fits LEGEND_WIDTH at font-size 12 */
+#define LABEL_CHARS_MAX 46 /* legend text that fits LEGEND_WIDTH at font-size 12 */
 #define DOT_RADIUS 3.0
+#define WEAK_RADIUS 4.0 /* a hollow circle round a figure with too few samples */
+#define REGION_FILL "#f4a261"
+#define REGION_OPACITY "0.18"
 /* A linear axis gets about this many ticks (1, 2 or 5 times a power of ten apart). */
 #define LINEAR_TICKS 6
 /* A log axis of this many decades or fewer also labels 2x and 5x. */
@@ -267,7 +276,7 @@ static void draw_ticks(FILE *out, const struct axis *a, bool horizontal)
 		if (horizontal)
 			fprintf(out,
 				"<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n"
-				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+				"<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
 				px, PLOT_TOP, px, PLOT_BOTTOM, px, PLOT_BOTTOM + 18.0, label);
 		else
 			fprintf(out,
@@ -293,7 +302,7 @@ static void draw_ticks(FILE *out, const struct axis *a, bool horizontal)
 				continue;
 			tick_label(label, sizeof(label), a->def, d + log10(m));
 			if (horizontal)
-				fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#666\">%s</text>\n",
+				fprintf(out, "<text class=\"xtick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#666\">%s</text>\n",
 					px, PLOT_BOTTOM + 18.0, label);
 			else
 				fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#666\">%s</text>\n",
@@ -335,17 +344,61 @@ static void draw_series(FILE *out, const tb_plot_series *s, const char *color,
 	fputs("\"><title>", out);
 	xml_text(out, s->label ? s->label : "", SIZE_MAX);
 	fputs("</title></path>\n", out);
-	if (!s->dots)
+	if (s->dots) {
+		fprintf(out, "<g class=\"dots\" fill=\"%s\">", color);
+		for (size_t i = 0; i < s->n; i++) {
+			double tx, ty;
+			if ((!s->weak || !s->weak[i]) && position(x->def->scale, s->points[i].x, &tx) &&
+			    position(y->def->scale, s->points[i].y, &ty))
+				fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"/>", pixel(x, tx),
+					pixel(y, ty), DOT_RADIUS);
+		}
+		fputs("</g>\n", out);
+	}
+	if (!s->weak)
 		return;
-	fprintf(out, "<g class=\"dots\" fill=\"%s\">", color);
+	fprintf(out, "<g class=\"weak\" fill=\"white\" stroke=\"%s\" stroke-width=\"1.5\">", color);
 	for (size_t i = 0; i < s->n; i++) {
 		double tx, ty;
-		if (position(x->def->scale, s->points[i].x, &tx) &&
+		if (s->weak[i] && position(x->def->scale, s->points[i].x, &tx) &&
 		    position(y->def->scale, s->points[i].y, &ty))
 			fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"/>", pixel(x, tx),
-				pixel(y, ty), DOT_RADIUS);
+				pixel(y, ty), WEAK_RADIUS);
 	}
 	fputs("</g>\n", out);
+}
+
+/* Whether any point of the chart is drawn hollow (for the legend). */
+static bool any_weak(const tb_plot *p, const struct axis *x, const struct axis *y)
+{
+	for (size_t s = 0; s < p->nseries; s++) {
+		for (size_t i = 0; p->series[s].weak && i < p->series[s].n; i++) {
+			double tx, ty;
+			if (p->series[s].weak[i] && position(x->def->scale, p->series[s].points[i].x, &tx) &&
+			    position(y->def->scale, p->series[s].points[i].y, &ty))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Shaded spans of the x axis, under the series; each one's label is its
+ * tooltip and its legend row. */
+static void draw_regions(FILE *out, const tb_plot *p, const struct axis *x)
+{
+	for (size_t r = 0; r < p->nregions; r++) {
+		double t0, t1;
+		if (!position(x->def->scale, p->regions[r].x0, &t0) ||
+		    !position(x->def->scale, p->regions[r].x1, &t1))
+			continue;
+		double x0 = pixel(x, fmin(t0, t1)), x1 = pixel(x, fmax(t0, t1));
+		fprintf(out,
+			"<rect class=\"region\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			"fill=\"%s\" fill-opacity=\"%s\"><title>",
+			x0, PLOT_TOP, x1 - x0, PLOT_BOTTOM - PLOT_TOP, REGION_FILL, REGION_OPACITY);
+		xml_text(out, p->regions[r].label ? p->regions[r].label : "", SIZE_MAX);
+		fputs("</title></rect>\n", out);
+	}
 }
 
 static void draw_markers(FILE *out, const tb_plot *p, const struct axis *x)
@@ -365,14 +418,18 @@ static void draw_markers(FILE *out, const tb_plot *p, const struct axis *x)
 	}
 }
 
-static void draw_legend(FILE *out, const tb_plot *p, const char *const *colors)
+/* The legend: a row per series, then one per region and one for hollow
+ * points when there are any (these last rows are never cut). */
+static void draw_legend(FILE *out, const tb_plot *p, const char *const *colors, bool weak)
 {
 	fputs("<g class=\"legend\">\n", out);
-	for (size_t s = 0; s < p->nseries; s++) {
-		double y = PLOT_TOP + 8.0 + (double)s * LEGEND_ROW;
-		if ((int)s == LEGEND_ROWS_MAX) {
+	int extra = (int)p->nregions + (weak ? 1 : 0), row = 0;
+	for (size_t s = 0; s < p->nseries; s++, row++) {
+		double y = PLOT_TOP + 8.0 + (double)row * LEGEND_ROW;
+		if (row == LEGEND_ROWS_MAX - extra) {
 			fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">... %zu more</text>\n", LEGEND_X, y + 4.0,
 				p->nseries - s);
+			row++;
 			break;
 		}
 		fprintf(out,
@@ -383,6 +440,21 @@ static void draw_legend(FILE *out, const tb_plot *p, const char *const *colors)
 		xml_text(out, p->series[s].label ? p->series[s].label : "", LABEL_CHARS_MAX);
 		fputs("</text>\n", out);
 	}
+	for (size_t r = 0; r < p->nregions; r++, row++) {
+		double y = PLOT_TOP + 8.0 + (double)row * LEGEND_ROW;
+		fprintf(out,
+			"<rect x=\"%.1f\" y=\"%.1f\" width=\"24\" height=\"10\" fill=\"%s\" "
+			"fill-opacity=\"%s\" stroke=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\">",
+			LEGEND_X, y - 5.0, REGION_FILL, REGION_OPACITY, REGION_FILL, LEGEND_X + 30.0, y + 4.0);
+		xml_text(out, p->regions[r].label ? p->regions[r].label : "", LABEL_CHARS_MAX);
+		fputs("</text>\n", out);
+	}
+	if (weak)
+		fprintf(out,
+			"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"white\" stroke=\"#444\" "
+			"stroke-width=\"1.5\"/>\n<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+			LEGEND_X + 12.0, PLOT_TOP + 8.0 + (double)row * LEGEND_ROW, WEAK_RADIUS,
+			LEGEND_X + 30.0, PLOT_TOP + 12.0 + (double)row * LEGEND_ROW, TB_PLOT_WEAK_LABEL);
 	fputs("</g>\n", out);
 }
 
@@ -393,9 +465,15 @@ static void draw_frame(FILE *out, const tb_plot *p)
 		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
 		"<style>.grid{stroke:#ccc;stroke-width:1}.minor{stroke:#eee;stroke-width:1}</style>\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-		"<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">",
-		SVG_WIDTH, SVG_HEIGHT, SVG_WIDTH, SVG_HEIGHT, (PLOT_LEFT + PLOT_RIGHT) / 2.0);
+		"<text class=\"title\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"15\">",
+		SVG_WIDTH, SVG_HEIGHT, SVG_WIDTH, SVG_HEIGHT, SVG_WIDTH / 2.0, TITLE_Y);
 	xml_text(out, p->title ? p->title : "", SIZE_MAX);
+	if (p->subtitle) {
+		fprintf(out, "</text>\n<text class=\"subtitle\" x=\"%.1f\" y=\"%.1f\" "
+			     "text-anchor=\"middle\" fill=\"#444\">",
+			SVG_WIDTH / 2.0, SUBTITLE_Y);
+		xml_text(out, p->subtitle, SIZE_MAX);
+	}
 	fprintf(out, "</text>\n<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
 		(PLOT_LEFT + PLOT_RIGHT) / 2.0, (double)SVG_HEIGHT - 16.0);
 	xml_text(out, p->x.label ? p->x.label : "", SIZE_MAX);
@@ -427,10 +505,11 @@ int tb_plot_svg(FILE *out, const tb_plot *p)
 	if (!any)
 		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no data</text>\n",
 			(PLOT_LEFT + PLOT_RIGHT) / 2.0, (PLOT_TOP + PLOT_BOTTOM) / 2.0);
+	draw_regions(out, p, &x);
 	for (size_t s = 0; s < p->nseries; s++)
 		draw_series(out, &p->series[s], colors[s], &x, &y);
 	draw_markers(out, p, &x);
-	draw_legend(out, p, colors);
+	draw_legend(out, p, colors, any_weak(p, &x, &y));
 	fputs("</svg>\n", out);
 	free(colors);
 	return ferror(out) ? -EIO : 0;
@@ -475,9 +554,16 @@ int tb_plot_spectrum_points(const tb_hist *h, int ticks, tb_plot_point **points,
 	if (tb_hist_total(h) == 0)
 		return 0;
 	size_t cap = 0;
+	double end = tb_percentile_resolved(tb_hist_total(h));
 	tb_hist_iter it;
 	tb_hist_iter_percentiles(&it, h, ticks);
 	while (tb_hist_iter_next(&it)) {
+		double x = fmin(it.percentile, end);
+		/* past the end every step repeats the maximum at the end */
+		if (*n > 0 && (*points)[*n - 1].x >= end) {
+			(*points)[*n - 1].y = fmax((*points)[*n - 1].y, (double)it.value);
+			continue;
+		}
 		if (*n == cap) {
 			size_t grown = cap ? 2 * cap : 256;
 			tb_plot_point *p = realloc(*points, grown * sizeof(*p));
@@ -490,29 +576,92 @@ int tb_plot_spectrum_points(const tb_hist *h, int ticks, tb_plot_point **points,
 			*points = p;
 			cap = grown;
 		}
-		(*points)[(*n)++] = (tb_plot_point){it.percentile, (double)it.value};
+		(*points)[(*n)++] = (tb_plot_point){x, (double)it.value};
 	}
 	return 0;
 }
 
-int tb_plot_spectra(const char *path, const char *title, const tb_plot_spectrum *spectra,
-		    size_t n, int ticks)
+void tb_plot_count(char *buf, size_t cap, int64_t n)
 {
+	char digits[24];
+	int len = snprintf(digits, sizeof(digits), "%" PRId64, n), at = 0;
+	size_t out = 0;
+	if (len > 0 && digits[0] == '-' && out + 1 < cap)
+		buf[out++] = digits[at++];
+	for (; at < len && out + 1 < cap; at++) {
+		buf[out++] = digits[at];
+		int left = len - at - 1;
+		if (left > 0 && left % 3 == 0 && out + 1 < cap)
+			buf[out++] = ',';
+	}
+	if (cap)
+		buf[out < cap ? out : cap - 1] = '\0';
+}
+
+void tb_plot_time_range(char *buf, size_t cap, double start, double end)
+{
+	time_t t0 = (time_t)floor(start), t1 = (time_t)ceil(end);
+	struct tm a, b;
+	gmtime_r(&t0, &a);
+	gmtime_r(&t1, &b);
+	char from[32], to[32];
+	strftime(from, sizeof(from), "%Y-%m-%d %H:%M:%S", &a);
+	bool same_day = a.tm_year == b.tm_year && a.tm_yday == b.tm_yday;
+	strftime(to, sizeof(to), same_day ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &b);
+	snprintf(buf, cap, "%s to %s UTC", from, to);
+}
+
+/* "LABEL (n=1,887)", LABEL cut so that the count always fits the legend. */
+static void spectrum_label(char *buf, size_t cap, const char *label, int64_t total)
+{
+	char count[32], tail[48];
+	tb_plot_count(count, sizeof(count), total);
+	int tail_len = snprintf(tail, sizeof(tail), " (n=%s)", count);
+	int room = LABEL_CHARS_MAX - tail_len;
+	int len = (int)strlen(label);
+	if (len > room)
+		snprintf(buf, cap, "%.*s...%s", room > 3 ? room - 3 : 0, label, tail);
+	else
+		snprintf(buf, cap, "%s%s", label, tail);
+}
+
+int tb_plot_spectra(const char *path, const char *title, const char *subtitle,
+		    const tb_plot_spectrum *spectra, size_t n, int ticks)
+{
+	enum { LABEL_MAX = 4 * LABEL_CHARS_MAX };
 	tb_plot_series *series = calloc(n ? n : 1, sizeof(*series));
 	tb_plot_point **points = calloc(n ? n : 1, sizeof(*points));
-	int rc = series && points ? 0 : -ENOMEM;
+	char (*labels)[LABEL_MAX] = calloc(n ? n : 1, sizeof(*labels));
+	int rc = series && points && labels ? 0 : -ENOMEM;
+	int64_t fewest = -1;
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		series[i] = (tb_plot_series){spectra[i].label, NULL, 0, spectra[i].color,
-					     spectra[i].stroke, false};
+		int64_t total = tb_hist_total(spectra[i].h);
+		spectrum_label(labels[i], sizeof(labels[i]), spectra[i].label ? spectra[i].label : "",
+			       total);
+		series[i] = (tb_plot_series){labels[i], NULL, 0, spectra[i].color,
+					     spectra[i].stroke, false, NULL};
 		rc = tb_plot_spectrum_points(spectra[i].h, ticks, &points[i], &series[i].n);
 		series[i].points = points[i];
+		if (total > 0 && (fewest < 0 || total < fewest))
+			fewest = total;
 	}
+	/* where the histogram with the fewest samples stops having enough
+	 * beyond; every curve is shown whole, the region says where to doubt */
+	char region_label[96], count[32];
+	tb_plot_count(count, sizeof(count), fewest);
+	snprintf(region_label, sizeof(region_label), "fewer than %d samples beyond (n=%s)",
+		 TB_MIN_SAMPLES_BEYOND, count);
+	tb_plot_region region = {fewest > 0 ? tb_percentile_sufficient_limit(fewest) : 0.0, 100.0,
+				 region_label};
 	tb_plot p = {
 		.title = title,
+		.subtitle = subtitle,
 		.x = {"percentile", TB_PLOT_PERCENTILE, TB_PLOT_NUMBER},
 		.y = {"latency", TB_PLOT_LOG, TB_PLOT_NS},
 		.series = series,
 		.nseries = n,
+		.regions = &region,
+		.nregions = fewest > 0 ? 1 : 0,
 	};
 	if (rc == 0)
 		rc = tb_plot_write(path, &p);
@@ -520,17 +669,18 @@ int tb_plot_spectra(const char *path, const char *title, const tb_plot_spectrum 
 		free(points[i]);
 	free(series);
 	free(points);
+	free(labels);
 	return rc;
 }
 
-int tb_plot_latency_vs_rate(const char *path, const char *title, const tb_plot_series *series,
-			    size_t nseries, double knee_rate)
+int tb_plot_latency_vs_rate(const char *path, const char *title, const char *subtitle,
+			    const tb_plot_series *series, size_t nseries, double knee_rate,
+			    const char *knee_label)
 {
-	char label[64];
-	snprintf(label, sizeof(label), "knee: %g/s", knee_rate);
-	tb_plot_marker knee = {knee_rate, label};
+	tb_plot_marker knee = {knee_rate, knee_label};
 	tb_plot p = {
 		.title = title,
+		.subtitle = subtitle,
 		.x = {"offered rate (requests/s)", TB_PLOT_LINEAR, TB_PLOT_NUMBER},
 		.y = {"latency", TB_PLOT_LOG, TB_PLOT_NS},
 		.series = series,

@@ -94,10 +94,17 @@ struct options {
 	const char *plot_dir;
 };
 
+/* File names a plot's subtitle lists before "and N more". */
+#define SUBTITLE_FILES 3
+
 struct tag_acc {
 	char name[TB_LOG_TAG_MAX];
 	tb_hist merged;
 	size_t intervals; /* merged */
+	/* the files it was read from (for the plots): how many, the first few
+	 * (indices into state.files), and 1 + the last one (files are read one
+	 * after the other, so a change of file is a new one) */
+	size_t nfiles, files[SUBTITLE_FILES], last_file1;
 	tb_interval_figures **run; /* every selected interval, in time order */
 	size_t nrun;
 	tb_warmup_result warm;
@@ -345,6 +352,17 @@ static int merged(struct state *st, const struct file *f, struct tag_acc *t, siz
 				  : 0;
 }
 
+/* Count file `file` among those tag t was read from. */
+static void note_file(struct tag_acc *t, size_t file)
+{
+	if (t->last_file1 == file + 1)
+		return;
+	if (t->nfiles < SUBTITLE_FILES)
+		t->files[t->nfiles] = file;
+	t->nfiles++;
+	t->last_file1 = file + 1;
+}
+
 /* A selected line with e->hist decoded: 0, or a negative errno; *merge_err
  * tells a merge failure (reported in the pass that merges) from the others
  * (reported in the first pass). */
@@ -371,6 +389,8 @@ static int take_entry(struct state *st, struct file *f, const tb_log_entry *e, e
 	if (!t)
 		return -ENOMEM;
 	f->used = true;
+	if (pass != PASS_STEADY)
+		note_file(t, (size_t)(f - st->files));
 	if (pass == PASS_STEADY) {
 		if (st->next_row >= st->nrows || st->rows[st->next_row++].f.warmup)
 			return 0;
@@ -410,6 +430,8 @@ static int take_line(struct state *st, struct file *f, tb_log_entry *e, enum pas
 		rc = tb_v2_decode_base64_add(e->payload, e->payload_len, &t->merged, why);
 		if (rc != -ERANGE) {
 			f->used |= rc == 0 || rc == -EOVERFLOW;
+			if (rc == 0 || rc == -EOVERFLOW)
+				note_file(t, (size_t)(f - st->files));
 			*merge_err = rc == -EOVERFLOW;
 			*bad_payload = rc < 0 && rc != -EOVERFLOW && rc != -ENOMEM;
 			return rc == 0 ? merged(st, f, t, index, e) : rc;
@@ -870,6 +892,66 @@ static void note_warmup(const struct state *st)
 
 /* ---- plots ---- */
 
+/* Subtitle room: the files' names, the time range and the counts. */
+#define SUBTITLE_MAX 512
+
+/* The span of tag t's intervals (with the warm-up's, or only those merged),
+ * or of every tag's with t NULL; false when there is none. */
+static bool span_of(const struct state *st, const struct tag_acc *t, bool warmup, double *from,
+		    double *to)
+{
+	*from = INFINITY;
+	*to = -INFINITY;
+	for (size_t k = 0; k < st->ntags; k++) {
+		const struct tag_acc *a = &st->tags[k];
+		if (t && a != t)
+			continue;
+		for (size_t i = 0; i < a->nrun; i++) {
+			if (a->run[i]->warmup && !warmup)
+				continue;
+			*from = fmin(*from, a->run[i]->start);
+			*to = fmax(*to, a->run[i]->start + a->run[i]->length);
+		}
+	}
+	return *from <= *to;
+}
+
+/* "FILES, TIME RANGE[, EXTRA]": what a plot was drawn from, tag t's files
+ * or, with t NULL, every file an interval was taken from. */
+static void plot_subtitle(const struct state *st, const struct tag_acc *t, bool warmup,
+			  const char *extra, char *buf, size_t cap)
+{
+	size_t at = 0, named = 0, used = 0, first[SUBTITLE_FILES];
+	buf[0] = '\0';
+	if (t) {
+		used = t->nfiles;
+		memcpy(first, t->files, sizeof(first));
+	} else {
+		for (size_t i = 0; i < st->nfiles; i++) {
+			if (st->files[i].used && used < SUBTITLE_FILES)
+				first[used] = i;
+			used += st->files[i].used;
+		}
+	}
+	for (; named < used && at < cap; named++) {
+		if (named == SUBTITLE_FILES) {
+			at += (size_t)snprintf(buf + at, cap - at, " and %zu more", used - named);
+			break;
+		}
+		const char *path = st->files[first[named]].path, *slash = strrchr(path, '/');
+		at += (size_t)snprintf(buf + at, cap - at, "%s%s", named ? ", " : "",
+				       slash ? slash + 1 : path);
+	}
+	double from, to;
+	char range[96];
+	if (at < cap && span_of(st, t, warmup, &from, &to)) {
+		tb_plot_time_range(range, sizeof(range), from, to);
+		at += (size_t)snprintf(buf + at, cap - at, "%s%s", at ? ", " : "", range);
+	}
+	if (at < cap && extra)
+		snprintf(buf + at, cap - at, "%s%s", at ? ", " : "", extra);
+}
+
 static int plot_spectra(const struct state *st, FILE *note)
 {
 	tb_plot_spectrum *spectra = calloc(st->ntags, sizeof(*spectra));
@@ -885,9 +967,13 @@ static int plot_spectra(const struct state *st, FILE *note)
 			 tag_label(st->tags[i].name));
 		spectra[i] = (tb_plot_spectrum){labels[i], &st->tags[i].merged, NULL, TB_PLOT_SOLID};
 	}
+	char subtitle[SUBTITLE_MAX];
+	plot_subtitle(st, NULL, false, st->opt.warmup != WARMUP_NONE ? "warm-up left out" : NULL, subtitle,
+		      sizeof(subtitle));
 	int rc = tb_plot_path(path, sizeof(path), st->opt.plot_dir, "spectrum", "");
 	if (rc == 0)
-		rc = tb_plot_spectra(path, "Latency by percentile", spectra, st->ntags, st->opt.ticks);
+		rc = tb_plot_spectra(path, "Latency by percentile", subtitle, spectra, st->ntags,
+				     st->opt.ticks);
 	if (rc == 0)
 		fprintf(note, "plot: %s\n", path);
 	else if (rc != -ENOMEM)
@@ -898,33 +984,50 @@ static int plot_spectra(const struct state *st, FILE *note)
 }
 
 /* p99, p99.9 and max of each interval against its start; an empty interval
- * breaks the lines. The warm-up's end is marked. */
+ * breaks the lines. A p99 or p99.9 of an interval with too few samples beyond
+ * it is drawn hollow; the warm-up's end is marked. */
 static int plot_over_time(const struct state *st, const struct tag_acc *t, FILE *note)
 {
 	enum { P99, P999, MAX, FIGURES };
 	static const char *const names[FIGURES] = {"p99", "p99.9", "max"};
+	static const double levels[FIGURES] = {99.0, 99.9, 100.0};
 	static const enum tb_plot_stroke strokes[FIGURES] = {TB_PLOT_SOLID, TB_PLOT_DASHED,
 							      TB_PLOT_DOTTED};
-	tb_plot_point *pts = calloc(FIGURES * (t->nrun ? t->nrun : 1), sizeof(*pts));
-	if (!pts)
+	size_t rows = t->nrun ? t->nrun : 1;
+	tb_plot_point *pts = calloc(FIGURES * rows, sizeof(*pts));
+	bool *weak = calloc(FIGURES * rows, sizeof(*weak));
+	if (!pts || !weak) {
+		free(pts);
+		free(weak);
 		return -ENOMEM;
+	}
 	tb_plot_series series[FIGURES];
 	for (int k = 0; k < FIGURES; k++)
 		series[k] = (tb_plot_series){names[k], pts + (size_t)k * t->nrun, t->nrun,
-					     tb_plot_color(TB_PLOT_DISTINCT, (size_t)k), strokes[k], false};
+					     tb_plot_color(TB_PLOT_DISTINCT, (size_t)k), strokes[k], false,
+					     k == MAX ? NULL : weak + (size_t)k * t->nrun};
+	int64_t samples = 0;
 	for (size_t i = 0; i < t->nrun; i++) {
 		const tb_interval_figures *f = t->run[i];
 		double x = f->start - t->run[0]->start;
 		pts[i] = (tb_plot_point){x, f->count ? (double)f->p99 : NAN};
 		pts[t->nrun + i] = (tb_plot_point){x, f->count ? (double)f->p99_9 : NAN};
 		pts[2 * t->nrun + i] = (tb_plot_point){x, f->count ? (double)f->max : NAN};
+		for (int k = P99; k < MAX; k++)
+			weak[(size_t)k * t->nrun + i] = !tb_percentile_sufficient(f->count, levels[k]);
+		samples += f->count;
 	}
-	char title[TB_LOG_TAG_MAX + 64], path[PATH_MAX];
+	char title[TB_LOG_TAG_MAX + 64], path[PATH_MAX], subtitle[SUBTITLE_MAX], extra[96], count[32];
 	snprintf(title, sizeof(title), "p99, p99.9 and max per interval: %s%s",
 		 *t->name ? "tag " : "", tag_label(t->name));
+	tb_plot_count(count, sizeof(count), samples);
+	snprintf(extra, sizeof(extra), "%zu interval%s, %s samples", t->nrun, t->nrun == 1 ? "" : "s",
+		 count);
+	plot_subtitle(st, t, true, extra, subtitle, sizeof(subtitle));
 	tb_plot_marker warm = {t->warm.seconds, "warm-up ends"};
 	tb_plot p = {
 		.title = title,
+		.subtitle = subtitle,
 		.x = {"seconds after the first interval", TB_PLOT_LINEAR, TB_PLOT_NUMBER},
 		.y = {"latency", TB_PLOT_LOG, TB_PLOT_NS},
 		.series = series,
@@ -939,6 +1042,7 @@ static int plot_over_time(const struct state *st, const struct tag_acc *t, FILE 
 		tb_cli_error(VERB, "cannot write the over-time plot of %s in %s: %s",
 			     tag_label(t->name), st->opt.plot_dir, strerror(-rc));
 	free(pts);
+	free(weak);
 	return rc;
 }
 

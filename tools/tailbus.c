@@ -22,6 +22,7 @@ static const struct verb verbs[] = {
 	{"model", tb_cmd_model, "coordinated omission in a FIFO server model: closed vs open loop"},
 	{"clock", tb_cmd_clock, "clock sources, their cost and resolution, and a recommendation"},
 	{"env", tb_cmd_env, "the machine, kernel and build a measurement was taken on"},
+	{"ls", tb_cmd_ls, "the buses in a directory, their collector and producers; stale ones removed"},
 };
 
 static void usage(FILE *out)

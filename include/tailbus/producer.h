@@ -137,17 +137,10 @@ int tb_producer_error(const tb_producer *p, const char **why);
  * 100 ms). Not an error: start order does not matter, and events recorded
  * before a collector comes wait in the ring (a full ring folds or drops, and
  * counts, as ever). But a bus that no collector has ever served is most
- * often a mistyped name, and an engine should say so. */
-enum tb_collector_state {
-	TB_COLLECTOR_SERVING = 0, /* it beat within the last TB_COLLECTOR_SILENT_NS */
-	TB_COLLECTOR_NONE = 1,    /* no collector has served this bus yet */
-	TB_COLLECTOR_STOPPED = 2, /* the last one stopped (tailbusd exits so) */
-	TB_COLLECTOR_SILENT = 3,  /* one is registered but has not beaten for that
-				   * long: stopped by a signal, stuck or killed */
-};
-/* Twenty of the collector's 100 ms heartbeats. */
-#define TB_COLLECTOR_SILENT_NS INT64_C(2000000000)
-/* Returns an enum tb_collector_state, with *why (if given) a sentence, NULL
+ * often a mistyped name, and an engine should say so. The states (enum
+ * tb_collector_state, TB_COLLECTOR_SILENT_NS) are in seg_abi.h; the rule is
+ * tb_bus_collector_state (bus.h), which `tailbus ls` applies too.
+ * Returns an enum tb_collector_state, with *why (if given) a sentence, NULL
  * when SERVING; or, for a handle that records into no bus, the negative
  * errno and sentence of tb_producer_error(). Cold path: reads the clock. */
 int tb_producer_collector(const tb_producer *p, const char **why);

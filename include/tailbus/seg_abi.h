@@ -236,6 +236,18 @@ typedef struct tb_seg_header {
 	uint32_t closes_behind;
 } tb_seg_header;
 TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
+
+/* What the header's collector fields say (tb_bus_collector_state, bus.h). */
+enum tb_collector_state {
+	TB_COLLECTOR_SERVING = 0, /* it beat within the last TB_COLLECTOR_SILENT_NS */
+	TB_COLLECTOR_NONE = 1,    /* no collector has served this bus yet */
+	TB_COLLECTOR_STOPPED = 2, /* the last one stopped (tailbusd exits so) */
+	TB_COLLECTOR_SILENT = 3,  /* one is registered but has not beaten for that
+				   * long: stopped by a signal, stuck or killed */
+};
+/* Twenty of the collector's 100 ms heartbeats. */
+#define TB_COLLECTOR_SILENT_NS INT64_C(2000000000)
+
 TB_STATIC_ASSERT(offsetof(tb_seg_header, closes_behind) < offsetof(tb_seg_header, collector_heartbeat_ns) + TB_CACHELINE,
 		 "the collector's fields share one line");
 TB_STATIC_ASSERT(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 0,

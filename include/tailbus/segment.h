@@ -80,6 +80,13 @@ int tb_seg_layout(const tb_seg_config *c, tb_seg_header *h);
  * Returns 0, or -ENOENT when none is mounted. */
 int tb_seg_hugetlbfs_mount(char *dir, size_t cap, size_t *page_size);
 
+/* The directories a bus is looked for in, in order: `dir`, else
+ * $TAILBUS_DIR, else the first hugetlbfs mount (if any) and then /dev/shm.
+ * Fills dirs and their page sizes (0: not hugetlbfs) and returns how many. */
+#define TB_SEG_DIRS_MAX 2
+int tb_seg_dirs(const char *dir, char dirs[TB_SEG_DIRS_MAX][TB_SEG_PATH_MAX],
+		size_t pages[TB_SEG_DIRS_MAX]);
+
 /* Open the bus `bus` (letters, digits, '-', '_', '.'; no '/'). `dir` may be
  * NULL for the default search. Returns 0 or a negative errno; on failure
  * *why (if given) holds a static sentence. */

@@ -41,6 +41,15 @@ typedef struct tb_summary {
 
 /* True when at least TB_MIN_SAMPLES_BEYOND samples are expected above p. */
 bool tb_percentile_sufficient(int64_t total, double percentile);
+/* The highest percentile with at least TB_MIN_SAMPLES_BEYOND samples expected
+ * above it, 100 * (1 - MIN / total): where a plot's insufficient region
+ * starts. 0 when total is below MIN (no percentile has enough). */
+double tb_percentile_sufficient_limit(int64_t total);
+/* The highest percentile total samples resolve, 100 * (1 - 1 / total): only
+ * the largest sample lies above it, so a percentile curve ends there with the
+ * maximum (Java's .hgrm ends near it too: its last finite 1/(1-p) is about
+ * total). 0 for total <= 1. */
+double tb_percentile_resolved(int64_t total);
 void tb_summarize(const tb_hist *h, tb_summary *s);
 
 #ifdef __cplusplus

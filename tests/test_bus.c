@@ -1,0 +1,196 @@
+/* test_bus.c - what a segment says about its users (tailbus/bus.h).
+ *
+ * The collector rule on header fields set by hand (never served, stopped,
+ * silent, serving, at the edge of the silence); a real segment in a private
+ * directory read back by tb_bus_status_read with slots claimed by this
+ * process (attached), by a pid that is not its owner (gone) and a detached
+ * one, and the time of a ring's newest event as its last use; the scan of a
+ * directory (a lock file and other names skipped); the staleness rule; and a
+ * removal that refuses while the collector's lock is held.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tailbus/bus.h"
+#include "tailbus/segment.h"
+
+#define BUS "test-bus"
+#define SECOND INT64_C(1000000000)
+
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * SECOND + ts.tv_nsec;
+}
+
+static void collector_rule_reads_the_header(void **state)
+{
+	(void)state;
+	tb_seg_header h;
+	memset(&h, 0, sizeof(h));
+	int64_t now = 100 * SECOND;
+	const char *why = NULL;
+	assert_int_equal(tb_bus_collector_state(&h, now, &why), TB_COLLECTOR_NONE);
+	assert_non_null(strstr(why, "is the bus name right?"));
+	h.collector_generation = 1;
+	assert_int_equal(tb_bus_collector_state(&h, now, NULL), TB_COLLECTOR_STOPPED);
+	h.collector_pid = 1234;
+	h.collector_heartbeat_ns = now - TB_COLLECTOR_SILENT_NS;
+	assert_int_equal(tb_bus_collector_state(&h, now, &why), TB_COLLECTOR_SERVING);
+	assert_null(why);
+	h.collector_heartbeat_ns = now - TB_COLLECTOR_SILENT_NS - 1;
+	assert_int_equal(tb_bus_collector_state(&h, now, &why), TB_COLLECTOR_SILENT);
+	assert_string_equal(tb_bus_collector_name(TB_COLLECTOR_SILENT), "silent");
+	assert_string_equal(tb_bus_collector_name(TB_COLLECTOR_NONE), "none");
+}
+
+struct fixture {
+	char dir[64];
+	tb_seg seg;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/tb-test-bus.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	tb_seg_config c;
+	tb_seg_config_default(&c);
+	c.slot_count = 4;
+	c.ring_capacity = 64;
+	c.metric_capacity = 16;
+	if (tb_seg_open(&f->seg, f->dir, BUS, &c, TB_SEG_CREATE, NULL) < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	tb_seg_close(&f->seg);
+	tb_seg_unlink(f->dir, BUS);
+	char lock[128];
+	snprintf(lock, sizeof(lock), "%s/%s%s.lock", f->dir, BUS, TB_SEG_SUFFIX);
+	unlink(lock);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Slot i as a producer of pid (with start time `start`) leaves it. */
+static void claim(tb_seg *s, uint32_t i, uint32_t state, pid_t pid, uint64_t start, int64_t attached)
+{
+	tb_slot *slot = tb_seg_slot(s, i);
+	slot->pid = pid;
+	slot->pid_start_time = start;
+	slot->attached_ns = (uint64_t)attached;
+	slot->state = state;
+}
+
+static void status_counts_owners_and_last_use(void **state)
+{
+	struct fixture *f = *state;
+	int64_t mono = clock_ns(CLOCK_MONOTONIC);
+	pid_t me = getpid();
+	/* made a minute ago: its creation is a use too */
+	((tb_seg_header *)f->seg.base)->created_realtime_ns = clock_ns(CLOCK_REALTIME) - 60 * SECOND;
+	claim(&f->seg, 0, TB_SLOT_LIVE, me, tb_proc_start_time(me), mono - 50 * SECOND);
+	claim(&f->seg, 1, TB_SLOT_LIVE, me, tb_proc_start_time(me) + 1, mono - 40 * SECOND); /* not its owner */
+	claim(&f->seg, 2, TB_SLOT_DETACHED, me, tb_proc_start_time(me), mono - 30 * SECOND);
+	/* slot 2's newest event, 10 s ago, at the position it detached at */
+	tb_ring_header *ring = tb_seg_ring(&f->seg, 2);
+	ring->p_tail = 5;
+	tb_seg_events(&f->seg, 2)[4].w1 = (uint64_t)(mono - 10 * SECOND);
+	assert_true(tb_seg_metric_register(&f->seg, "m1") >= 0);
+	tb_bus_status st;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/%s%s", f->dir, BUS, TB_SEG_SUFFIX);
+	assert_int_equal(tb_bus_status_read(path, &st), 0);
+	assert_string_equal(st.bus, BUS);
+	assert_int_equal(st.collector, TB_COLLECTOR_NONE);
+	assert_int_equal(st.producers, 1);
+	assert_int_equal(st.producers_gone, 2);
+	assert_int_equal(st.metrics, 1);
+	assert_int_equal(st.slots, 4);
+	int64_t idle = clock_ns(CLOCK_REALTIME) - st.last_use_ns;
+	assert_true(idle >= 10 * SECOND && idle < 11 * SECOND);
+	/* an event time that is not the bus clock's (before the attach) is not a use */
+	tb_seg_events(&f->seg, 2)[4].w1 = 1;
+	assert_int_equal(tb_bus_status_read(path, &st), 0);
+	idle = clock_ns(CLOCK_REALTIME) - st.last_use_ns;
+	assert_true(idle >= 30 * SECOND && idle < 31 * SECOND);
+	/* attached: never stale; gone: stale after its last use */
+	int64_t now = clock_ns(CLOCK_REALTIME);
+	assert_false(tb_bus_stale(&st, 0, now));
+	claim(&f->seg, 0, TB_SLOT_FREE, 0, 0, 0);
+	assert_int_equal(tb_bus_status_read(path, &st), 0);
+	assert_true(tb_bus_stale(&st, 30 * SECOND, now));
+	assert_false(tb_bus_stale(&st, 32 * SECOND, now));
+}
+
+static int count_each(const tb_bus_status *st, void *arg)
+{
+	int *n = arg;
+	assert_string_equal(st->bus, BUS);
+	(*n)++;
+	return 0;
+}
+
+static void scan_and_remove(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], lock[160], other[128];
+	snprintf(path, sizeof(path), "%s/%s%s", f->dir, BUS, TB_SEG_SUFFIX);
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	snprintf(other, sizeof(other), "%s/notes.txt", f->dir);
+	close(open(other, O_CREAT | O_WRONLY, 0600));
+	int lock_fd = open(lock, O_CREAT | O_RDWR, 0600);
+	assert_true(lock_fd >= 0);
+	int n = 0;
+	assert_int_equal(tb_bus_scan(f->dir, count_each, &n), 0);
+	assert_int_equal(n, 1); /* neither the lock file nor notes.txt */
+	unlink(other);
+	/* a collector holds the lock: kept, even though nothing else uses it */
+	assert_int_equal(flock(lock_fd, LOCK_EX | LOCK_NB), 0);
+	tb_bus_status st;
+	assert_int_equal(tb_bus_status_read(path, &st), 0);
+	assert_true(tb_bus_stale(&st, 0, clock_ns(CLOCK_REALTIME)));
+	assert_int_equal(tb_bus_remove_stale(&st, 0), -EBUSY);
+	assert_int_equal(access(path, F_OK), 0);
+	close(lock_fd);
+	/* used within the hour: kept */
+	assert_int_equal(tb_bus_remove_stale(&st, 3600 * SECOND), -EAGAIN);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(tb_bus_remove_stale(&st, 0), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(access(lock, F_OK), -1);
+	n = 0;
+	assert_int_equal(tb_bus_scan(f->dir, count_each, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(tb_bus_scan("/nonexistent-tailbus-dir", count_each, &n), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(collector_rule_reads_the_header),
+		cmocka_unit_test_setup_teardown(status_counts_owners_and_last_use, setup, teardown),
+		cmocka_unit_test_setup_teardown(scan_and_remove, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
