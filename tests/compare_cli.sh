@@ -100,7 +100,7 @@ assert list(doc) == ["a", "b", "tags", "env"]
 assert set(doc["env"]) == {"a", "b"}, doc["env"]
 t = doc["tags"][0]
 assert list(t) == ["tag", "a", "b", "chance_separated", "figures"], list(t)
-assert t["tag"] == "" and t["a"]["totals"] == [100000] * 3 and t["b"]["totals"] == [100000] * 3
+assert t["tag"] == "" and t["a"]["counts"] == [100000] * 3 and t["b"]["counts"] == [100000] * 3
 assert [f["figure"] for f in t["figures"]] == ["p50", "p90", "p99", "p99_9", "p99_99", "max"]
 for f in t["figures"]:
     assert list(f) == ["figure", "a", "b", "ratio", "insufficient", "verdict"], list(f)

@@ -16,7 +16,7 @@ use_tmp
 log_has() {
 	local bus=$1 tag=$2 count=$3 total max
 	"$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format json >"$tmp/$bus/replay.json" || return 1
-	total=$(json_field "$tmp/$bus/replay.json" "$tag" total) || return 1
+	total=$(json_field "$tmp/$bus/replay.json" "$tag" count) || return 1
 	max=$(json_field "$tmp/$bus/replay.json" "$tag" max) || return 1
 	expect_eq "$tag total" "$total" "$count" || return 1
 	((max >= 1000000 && max <= 1001000)) || { echo "  $tag max $max ns, want 1000 us"; return 1; }

@@ -114,8 +114,8 @@ record_and_read() {
 	sleep 0.3
 	stop_collector "$cpid" || return 1
 	"$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format json >"$tmp/replay.json" || return 1
-	expect_eq "replay c_fill total" "$(json_field "$tmp/replay.json" c_fill total)" 20000 || return 1
-	expect_eq "replay cpp_fill total" "$(json_field "$tmp/replay.json" cpp_fill total)" 30000 || return 1
+	expect_eq "replay c_fill total" "$(json_field "$tmp/replay.json" c_fill count)" 20000 || return 1
+	expect_eq "replay cpp_fill total" "$(json_field "$tmp/replay.json" cpp_fill count)" 30000 || return 1
 	total=0
 	for log in "$tmp/$bus"/log/*.hlog; do
 		total=$((total + $("$tmp/count_tag" "$log" cpp_fill)))

@@ -29,7 +29,7 @@ got = {t["tag"]: t for t in json.load(open(sys.argv[1]))["tags"]}
 for line in open(sys.argv[2]):
     name, total, p50, p90, p99, p999, p9999, mx = line.split()
     t = got.get(name)
-    if not t or t["total"] != int(total) or t["p99"] != int(p99) or t["max"] != int(mx):
+    if not t or t["count"] != int(total) or t["p99"] != int(p99) or t["max"] != int(mx):
         sys.exit("  %s: log %s, sent total %s p99 %s max %s" % (name, t, total, p99, mx))
 EOF
 }
@@ -76,8 +76,8 @@ got = {t["tag"]: t for t in json.load(open(sys.argv[1]))["tags"]}
 for line in open(sys.argv[2]):
     name, total = line.split()[:2]
     t = got.get(name)
-    if not t or t["total"] != int(total) + 5:
-        sys.exit("  %s: %s, want %d" % (name, t and t["total"], int(total) + 5))
+    if not t or t["count"] != int(total) + 5:
+        sys.exit("  %s: %s, want %d" % (name, t and t["count"], int(total) + 5))
 EOF
 }
 check "scribbled ring header and metric table: no crash, good metrics exact" scribbled_mask_and_metrics

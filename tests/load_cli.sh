@@ -435,16 +435,16 @@ for name in ("hold", "grow", "held", "s20", "s1", "knee", "stall", "two", "pa"):
             if t is None:
                 print("  %s missing from the log" % f["metric"]); ok = False; continue
             for k in ("count", "p50", "p99", "p99_9", "max"):
-                lk = "total" if k == "count" else k
+                lk = k
                 if t[lk] != f[k]:
                     print("  %s %s: log %s, load %s" % (f["metric"], k, t[lk], f[k])); ok = False
             checked += 1
         w = log.get(r["metric"] + ".warmup")
-        if r["warmup_count"] and (w is None or w["total"] != r["warmup_count"]):
-            print("  %s.warmup: log %s, load %d" % (r["metric"], w and w["total"], r["warmup_count"])); ok = False
+        if r["warmup_count"] and (w is None or w["count"] != r["warmup_count"]):
+            print("  %s.warmup: log %s, load %d" % (r["metric"], w and w["count"], r["warmup_count"])); ok = False
 for name in ("off", "off.warmup"):
     if name in log:
-        print("  %s is in the log: --record off recorded %d events" % (name, log[name]["total"])); ok = False
+        print("  %s is in the log: --record off recorded %d events" % (name, log[name]["count"])); ok = False
 print("  %d metrics: count, p50, p99, p99.9 and max equal in the log; none from --record off" % checked)
 sys.exit(0 if ok else 1)
 EOF

@@ -23,7 +23,7 @@ TAGGED="$TB_FIXTURES/tagged-Log.logV2.hlog"
 json_expected() {
 	"$TAILBUS" replay "$V2" --digits 3 --format json >"$tmp/v2.json" || return 1
 	local want=(62 48761 327935 409855 1427111935 1745879039 1796210687 1796210687)
-	local keys=(intervals total p50 p90 p99 p99_9 p99_99 max)
+	local keys=(intervals count p50 p90 p99 p99_9 p99_99 max)
 	for i in "${!keys[@]}"; do
 		expect_eq "${keys[$i]}" "$(json_field "$tmp/v2.json" "" "${keys[$i]}")" "${want[$i]}" || return 1
 	done
@@ -36,7 +36,7 @@ json_default() {
 	"$TAILBUS" replay "$V2" --format json >"$tmp/v2d.json" || return 1
 	expect_eq p50 "$(json_field "$tmp/v2d.json" "" p50)" 344063 &&
 		expect_eq max "$(json_field "$tmp/v2d.json" "" max)" 1803550719 &&
-		expect_eq total "$(json_field "$tmp/v2d.json" "" total)" 48761
+		expect_eq total "$(json_field "$tmp/v2d.json" "" count)" 48761
 }
 check "default merge keeps the log's layout (as HistogramLogProcessor)" json_default
 
@@ -47,7 +47,7 @@ tags() {
 	n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["tags"]))' "$tmp/v3.json")
 	expect_eq tags "$n" 5 || return 1
 	"$TAILBUS" replay "$V3" --tag a7.133a --digits 3 --format json >"$tmp/a7.json" || return 1
-	expect_eq total "$(json_field "$tmp/a7.json" a7.133a total)" 754 &&
+	expect_eq total "$(json_field "$tmp/a7.json" a7.133a count)" 754 &&
 		expect_eq p99_9 "$(json_field "$tmp/a7.json" a7.133a p99_9)" 442623
 }
 check "tags are reported separately; --tag selects one" tags
@@ -56,7 +56,7 @@ check "tags are reported separately; --tag selects one" tags
 range() {
 	"$TAILBUS" replay "$V2" --digits 3 --start 5 --end 20 --format json >"$tmp/r.json" || return 1
 	expect_eq intervals "$(json_field "$tmp/r.json" "" intervals)" 15 &&
-		expect_eq total "$(json_field "$tmp/r.json" "" total)" 11664 &&
+		expect_eq total "$(json_field "$tmp/r.json" "" count)" 11664 &&
 		expect_eq p99_9 "$(json_field "$tmp/r.json" "" p99_9)" 1536163839
 }
 check "--start 5 --end 20 selects the reference's 15 intervals" range
@@ -64,7 +64,7 @@ check "--start 5 --end 20 selects the reference's 15 intervals" range
 # --- several files merge into one view ---
 multi() {
 	"$TAILBUS" replay "$V2" "$V2" --digits 3 --format json >"$tmp/m.json" || return 1
-	expect_eq total "$(json_field "$tmp/m.json" "" total)" 97522 &&
+	expect_eq total "$(json_field "$tmp/m.json" "" count)" 97522 &&
 		expect_eq intervals "$(json_field "$tmp/m.json" "" intervals)" 124 &&
 		expect_eq p50 "$(json_field "$tmp/m.json" "" p50)" 327935
 }
@@ -191,7 +191,7 @@ missing_file() {
 	"$TAILBUS" replay "$tmp/nope.hlog" "$TAGGED" --tag A --format json >"$tmp/mf.json" 2>"$tmp/mf.err" || rc=$?
 	expect_eq rc "$rc" 1 &&
 		grep -q "cannot read $tmp/nope.hlog: No such file or directory" "$tmp/mf.err" &&
-		expect_eq total "$(json_field "$tmp/mf.json" A total)" 16145
+		expect_eq total "$(json_field "$tmp/mf.json" A count)" 16145
 }
 check "a missing file is named, the others still read, exit 1" missing_file
 
@@ -205,7 +205,7 @@ bad_lines() {
 	"$TAILBUS" replay "$tmp/bad.hlog" --tag A --format json >"$tmp/bl.json" 2>"$tmp/bl.err" || rc=$?
 	expect_eq rc "$rc" 1 &&
 		grep -q "bad.hlog: line 7: start timestamp '7.1a33' is not a number" "$tmp/bl.err" &&
-		expect_eq total "$(json_field "$tmp/bl.json" A total)" 16145
+		expect_eq total "$(json_field "$tmp/bl.json" A count)" 16145
 }
 check "a malformed line is named by number and skipped; the rest is used" bad_lines
 
@@ -229,7 +229,7 @@ check "each malformed fixture line is rejected with its line number" fixture_err
 
 v1_log() {
 	"$TAILBUS" replay "$TB_FIXTURES/ycsb.logV1.hlog" --digits 3 --format json >"$tmp/y.json" || return 1
-	expect_eq total "$(json_field "$tmp/y.json" "" total)" 300056 &&
+	expect_eq total "$(json_field "$tmp/y.json" "" count)" 300056 &&
 		expect_eq p99_9 "$(json_field "$tmp/y.json" "" p99_9)" 1214463
 }
 check "V1 payloads (ycsb) decode to the reference's figures" v1_log

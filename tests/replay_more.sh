@@ -27,7 +27,7 @@ warmup_auto() {
 		expect_eq warmup_intervals "$(json_field "$tmp/wa.json" "" warmup_intervals)" 10 &&
 		expect_eq warmup_status "$(json_field "$tmp/wa.json" "" warmup_status)" found &&
 		expect_eq intervals "$(json_field "$tmp/wa.json" "" intervals)" 20 &&
-		expect_eq total "$(json_field "$tmp/wa.json" "" total)" 100000 || return 1
+		expect_eq total "$(json_field "$tmp/wa.json" "" count)" 100000 || return 1
 	"$TAILBUS" replay "$WARM" --warmup auto >"$tmp/wa.txt" || return 1
 	grep -qx '(untagged): warm-up ends at 10.0 s (10 intervals discarded)' "$tmp/wa.txt" &&
 		grep -qx '(untagged): 20 intervals, 100000 samples' "$tmp/wa.txt" || return 1
@@ -41,7 +41,7 @@ warmup_same_as_range() {
 	python3 - "$tmp/wa.json" "$tmp/r10.json" <<'EOF'
 import json, sys
 a, b = (json.load(open(p))["tags"][0] for p in sys.argv[1:3])
-for k in ("intervals", "total", "min", "p50", "p90", "p99", "p99_9", "p99_99", "max", "mean"):
+for k in ("intervals", "count", "min", "p50", "p90", "p99", "p99_9", "p99_99", "max", "mean"):
     assert a[k] == b[k], (k, a[k], b[k])
 EOF
 }
@@ -95,7 +95,7 @@ json_stable() {
 	python3 - "$tmp/plain.json" <<'EOF'
 import json, sys
 t = json.load(open(sys.argv[1]))["tags"][0]
-old = ["tag", "intervals", "total", "min", "p50", "p90", "p99", "p99_9", "p99_99", "max",
+old = ["tag", "intervals", "count", "min", "p50", "p90", "p99", "p99_9", "p99_99", "max",
        "mean", "insufficient"]
 assert list(t)[:len(old)] == old, list(t)
 assert (t["warmup_s"], t["warmup_intervals"], t["warmup_status"]) == (0, 0, "none"), t
@@ -120,7 +120,7 @@ for i in (0, 9, 10, 29):
     one = json.load(open("%s/i%d.json" % (sys.argv[2], i)))["tags"][0]
     r = s[i]
     got = (r["count"], r["p50"], r["p99"], r["p99_9"], r["max"])
-    want = (one["total"], one["p50"], one["p99"], one["p99_9"], one["max"])
+    want = (one["count"], one["p50"], one["p99"], one["p99_9"], one["max"])
     assert got == want, (i, got, want)
 assert s[0]["p50"] > 8 * s[29]["p50"], "the warm-up is not 10x"
 EOF
@@ -158,7 +158,7 @@ mark='#[tailbus: open-loop: latencies are measured from the intended time]'
 co_fixture() {
 	"$TAILBUS" replay "$RAW" --correct-co 10000 --format json >"$tmp/co.json" 2>"$tmp/co.err" || return 1
 	local want=(20000 1000 80019455 98041855 99811327 100007935 10000)
-	local keys=(total p50 p90 p99 p99_9 max co_interval)
+	local keys=(count p50 p90 p99 p99_9 max co_interval)
 	for i in "${!keys[@]}"; do
 		expect_eq "${keys[$i]}" "$(json_field "$tmp/co.json" "" "${keys[$i]}")" "${want[$i]}" || return 1
 	done
@@ -182,12 +182,12 @@ check "--correct-co is refused, with the reason, on a log marked open-loop" co_r
 co_closed_tag() {
 	"$TAILBUS" replay "$tmp/open_closed.hlog" --correct-co 10000 --format json >"$tmp/cc.json" \
 		2>"$tmp/cc.err" || return 1
-	expect_eq total "$(json_field "$tmp/cc.json" lat.closed total)" 20000 &&
+	expect_eq total "$(json_field "$tmp/cc.json" lat.closed count)" 20000 &&
 		expect_eq p99 "$(json_field "$tmp/cc.json" lat.closed p99)" 98041855 &&
 		expect_eq stderr "$(cat "$tmp/cc.err")" "" || return 1
 	"$TAILBUS" replay "$tmp/open_mixed.hlog" --correct-co 10000 --tag lat.closed --format json \
 		>"$tmp/cm.json" || return 1
-	expect_eq "selected total" "$(json_field "$tmp/cm.json" lat.closed total)" 20000
+	expect_eq "selected total" "$(json_field "$tmp/cm.json" lat.closed count)" 20000
 }
 check "--correct-co is allowed on '.closed' tags of an open-loop log" co_closed_tag
 
@@ -229,7 +229,7 @@ output_log_per_tag() {
 	# the Java-origin tag may be corrected; the open-loop one is still refused
 	"$TAILBUS" replay "$tmp/pt.hlog" --tag java --correct-co 10000 --format json >"$tmp/ptj.json" \
 		2>"$tmp/ptj.err" || { cat "$tmp/ptj.err"; return 1; }
-	expect_eq "java total" "$(json_field "$tmp/ptj.json" java total)" 20000 || return 1
+	expect_eq "java total" "$(json_field "$tmp/ptj.json" java count)" 20000 || return 1
 	local rc=0
 	"$TAILBUS" replay "$tmp/pt.hlog" --tag "" --correct-co 10000 >/dev/null 2>"$tmp/ptu.err" || rc=$?
 	expect_eq "untagged rc" "$rc" 1 && grep -q 'refused for the untagged lines' "$tmp/ptu.err" || return 1

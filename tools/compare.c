@@ -421,7 +421,7 @@ static void print_json_tag(FILE *out, const char *tag, const size_t *nruns,
 	fputs("{\"tag\":", out);
 	tb_cli_json_string(out, tag);
 	for (int s = 0; s < SIDES; s++) {
-		fprintf(out, ",\"%s\":{\"totals\":[", s ? "b" : "a");
+		fprintf(out, ",\"%s\":{\"counts\":[", s ? "b" : "a");
 		for (size_t i = 0; i < nruns[s]; i++)
 			fprintf(out, "%s%" PRId64, i ? "," : "", totals[s][i]);
 		fputs("]}", out);

@@ -669,7 +669,7 @@ static void json_series(FILE *out, const struct tag_acc *t)
 	fprintf(out, ",\"series\":[");
 	for (size_t i = 0; i < t->nrun; i++) {
 		const tb_interval_figures *f = t->run[i];
-		fprintf(out, "%s{\"t\":%.3f,\"start\":%.3f,\"length\":%.3f,\"count\":%" PRId64
+		fprintf(out, "%s{\"t\":%.3f,\"start_s\":%.3f,\"length_s\":%.3f,\"count\":%" PRId64
 			",\"p50\":%" PRId64 ",\"p99\":%" PRId64 ",\"p99_9\":%" PRId64
 			",\"max\":%" PRId64 ",\"warmup\":%s}",
 			i ? "," : "", f->start - t->run[0]->start, f->start, f->length, f->count,
@@ -758,7 +758,7 @@ static void print_json(FILE *out, const struct state *st)
 		tb_summarize(&st->tags[i].merged, &s);
 		fprintf(out, "%s{\"tag\":", i ? "," : "");
 		tb_cli_json_string(out, st->tags[i].name);
-		fprintf(out, ",\"intervals\":%zu,\"total\":%" PRId64 ",\"min\":%" PRId64,
+		fprintf(out, ",\"intervals\":%zu,\"count\":%" PRId64 ",\"min\":%" PRId64,
 			st->tags[i].intervals, s.total, s.min);
 		for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
 			fprintf(out, ",\"%s\":%" PRId64, tb_summary_keys[p], s.pct[p]);

@@ -111,7 +111,7 @@ def check_log(work, mode, runs):
         r = run["r"]
         main = tags.get(r["metric"])
         warm = tags.get(r["metric"] + ".warmup")
-        got = (main["total"] if main else 0, warm["total"] if warm else 0)
+        got = (main["count"] if main else 0, warm["count"] if warm else 0)
         if got != (r["count"], r["warmup_count"]):
             problems.append("%s: the log has %d + %d events, load recorded %d + %d"
                             % (r["metric"], got[0], got[1], r["count"], r["warmup_count"]))
