@@ -6,7 +6,7 @@
  * bus: an exclusive flock on "<segment>.lock" keeps a second one out.
  *
  * tb_collector_run starts the drain threads (drain.c) and runs the schedule
- * on its own thread, which is also the closer's: every millisecond it
+ * on its own thread, which is also the closer's: every 10 ms it
  * closes each interval all drain threads have finished (close.c) and keeps
  * series memory faulted in ahead of them; every 100 ms, slot housekeeping
  * (slots.c), the heartbeat and reaping finished writes; every second, the

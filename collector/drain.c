@@ -475,7 +475,6 @@ static void release_slot(tb_drainer *d, uint32_t i)
 		f->pending_drops += tb_slots_drops(c, i);
 	__atomic_store_n(&f->followed, false, __ATOMIC_RELEASE);
 	f->quarantined = false;
-	f->pid = 0;
 	pthread_mutex_unlock(&c->slot_lock);
 	s->pid = 0;
 	s->tid = 0;
