@@ -105,6 +105,7 @@
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 #include "tailbus/summary.h"
+#include "tailbus/sweep.h"
 
 #define VERB "load"
 #define DEFAULT_METRIC "load"
@@ -148,18 +149,6 @@
  * first's (and higher by more than the engine's thread was ever off its
  * core). A stall or a noisy second moves p99, not p50. */
 #define GROWTH_RATIO 2.0
-/* The knee: the first rate whose p99 exceeds KNEE_P99_RATIO x the lowest
- * rate's p99 (by more than the engine's thread was ever off its core), or
- * that achieves less than KNEE_ACHIEVED of what it offers. */
-#define KNEE_P99_RATIO 2.0
-#define KNEE_ACHIEVED 0.95
-/* A periodic stall is suspected when p99.9 >= STALL_TAIL_RATIO x p50 at each
- * of the STALL_LOW_RATES lowest rates (all below the knee): there queueing
- * cannot stretch the tail that far, a one-off hiccup hits one rate, and a
- * periodic stall hits every one. A tail no longer than the engine's thread
- * was off its core is put down to the machine instead. */
-#define STALL_TAIL_RATIO 10.0
-#define STALL_LOW_RATES 2
 /* Indexes into tb_summary.pct (tb_summary_levels: 50, 90, 99, 99.9, 99.99). */
 #define P50 0
 #define P90 1
@@ -816,43 +805,17 @@ static void fmt_ns(char *buf, size_t cap, double ns)
 		snprintf(buf, cap, "%.0f ns", ns);
 }
 
-/* The knee (KNEE_* above), or -1. Rates ascend. A rise of p99 no larger than
- * the longest time the engine's thread lost its core is the machine's noise,
- * not the load's, and is not counted. */
-static int find_knee(const struct result *res, size_t n)
+/* A sweep's rates as tailbus/sweep.h reads them. */
+static void sweep_points(const struct result *res, size_t n, tb_sweep_point *pts)
 {
-	int64_t base = res[0].open.pct[P99];
-	for (size_t k = 1; k < n; k++) {
-		int64_t p99 = res[k].open.pct[P99];
-		bool p99_up = (double)p99 > KNEE_P99_RATIO * (double)base &&
-			      p99 - base > res[k].engine_max_gap_ns;
-		bool short_of = res[k].achieved < KNEE_ACHIEVED * (double)res[k].rate;
-		if (p99_up || short_of)
-			return (int)k;
-	}
-	return -1;
-}
-
-/* STALL_* above: every one of the lowest rates (below the knee) has a tail
- * far above its median, and longer than any time the engine's own thread
- * lost its core (a descheduled engine thread is a stall too, but the
- * machine's, and the report shows it as such). */
-enum tail { TAIL_NORMAL, TAIL_STALL, TAIL_MACHINE };
-
-static enum tail stall_suspected(const struct result *res, size_t n, int knee)
-{
-	size_t low = knee < 0 ? n : (size_t)knee;
-	if (low < STALL_LOW_RATES)
-		return TAIL_NORMAL;
-	enum tail verdict = TAIL_STALL;
-	for (size_t k = 0; k < STALL_LOW_RATES; k++) {
-		const tb_summary *s = &res[k].open;
-		if (s->total == 0 || (double)s->pct[P999] < STALL_TAIL_RATIO * (double)s->pct[P50])
-			return TAIL_NORMAL;
-		if (s->pct[P999] <= res[k].engine_max_gap_ns)
-			verdict = TAIL_MACHINE;
-	}
-	return verdict;
+	for (size_t k = 0; k < n; k++)
+		pts[k] = (tb_sweep_point){.rate = res[k].rate,
+					  .achieved = res[k].achieved,
+					  .count = (int64_t)res[k].open.total,
+					  .p50 = res[k].open.pct[P50],
+					  .p99 = res[k].open.pct[P99],
+					  .p999 = res[k].open.pct[P999],
+					  .machine_gap_ns = res[k].engine_max_gap_ns};
 }
 
 /* ---- text report ---- */
@@ -958,7 +921,7 @@ static void print_header(const struct config *c, size_t nruns)
 					   : "engine on its own thread");
 }
 
-static void print_sweep(const struct result *res, size_t n, int knee, enum tail tail,
+static void print_sweep(const struct result *res, size_t n, int knee, int tail,
 			const struct config *c)
 {
 	printf("\nlatency from intended time, per offered rate (metrics '%s.r<rate>'):\n", c->metric);
@@ -992,20 +955,20 @@ static void print_sweep(const struct result *res, size_t n, int knee, enum tail 
 		printf("knee: %" PRIu64 "/s, the first rate whose p99 is more than %.0fx the lowest "
 		       "rate's (by more than the machine's longest hiccup) or that achieves less than "
 		       "%.0f%% of what it offers\n",
-		       res[knee].rate, KNEE_P99_RATIO, KNEE_ACHIEVED * 100);
+		       res[knee].rate, TB_SWEEP_KNEE_P99_RATIO, TB_SWEEP_KNEE_ACHIEVED * 100);
 	else
 		printf("knee: none in this range (no p99 above %.0fx the lowest rate's, every rate "
 		       "achieved)\n",
-		       KNEE_P99_RATIO);
-	if (tail == TAIL_STALL)
+		       TB_SWEEP_KNEE_P99_RATIO);
+	if (tail == TB_TAIL_STALL)
 		printf("periodic stall suspected: p99.9 is %.0fx p50 or more at each of the %d lowest "
 		       "rates, where queueing cannot explain it, and longer than the engine's thread "
 		       "ever lost its core\n",
-		       STALL_TAIL_RATIO, STALL_LOW_RATES);
-	else if (tail == TAIL_MACHINE)
+		       TB_SWEEP_STALL_TAIL_RATIO, TB_SWEEP_STALL_LOW_RATES);
+	else if (tail == TB_TAIL_MACHINE)
 		printf("p99.9 is %.0fx p50 or more at the %d lowest rates, but no longer than the "
 		       "engine's thread lost its core: the machine's hiccups, not a stall in the engine\n",
-		       STALL_TAIL_RATIO, STALL_LOW_RATES);
+		       TB_SWEEP_STALL_TAIL_RATIO, TB_SWEEP_STALL_LOW_RATES);
 }
 
 /* ---- JSON report ---- */
@@ -1073,7 +1036,7 @@ struct bus_state {
 };
 
 static void print_json(const struct result *res, size_t n, const struct config *c, int knee,
-		       enum tail tail, const struct bus_state *b)
+		       int tail, const struct bus_state *b)
 {
 	printf("{\"bus\":");
 	if (c->bus)
@@ -1101,7 +1064,7 @@ static void print_json(const struct result *res, size_t n, const struct config *
 	else
 		printf("null");
 	printf(",\"stall_suspected\":%s,\"tail_from_machine\":%s,",
-	       tail == TAIL_STALL ? "true" : "false", tail == TAIL_MACHINE ? "true" : "false");
+	       tail == TB_TAIL_STALL ? "true" : "false", tail == TB_TAIL_MACHINE ? "true" : "false");
 	fflush(stdout);
 	tb_cli_env_json(stdout);
 	printf("}\n");
@@ -1326,21 +1289,6 @@ static int parse(int argc, char **argv, struct config *c)
 
 /* ---- the bus ---- */
 
-/* Is a collector draining the bus? Its heartbeat is recent (it beats every
- * 100 ms; a second of silence means none). */
-#define HEARTBEAT_STALE_NS TB_NS_PER_SEC
-
-static bool collector_alive(const char *bus, const tb_producer *p)
-{
-	tb_seg seg;
-	if (tb_seg_open(&seg, NULL, bus, NULL, TB_SEG_READONLY, NULL) < 0)
-		return false;
-	const tb_seg_header *h = (const tb_seg_header *)seg.base;
-	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
-	tb_seg_close(&seg);
-	return beat > 0 && (int64_t)tb_now(p) - beat < HEARTBEAT_STALE_NS;
-}
-
 static tb_producer *attach_bus(const struct config *c, struct bus_state *b)
 {
 	tb_producer *p = tb_attach(c->bus, "load");
@@ -1352,7 +1300,7 @@ static tb_producer *attach_bus(const struct config *c, struct bus_state *b)
 		tb_cli_error(VERB, "bus '%s' is unavailable (%s): running anyway; the figures below "
 			     "are in-process only and nothing reaches a log",
 			     c->bus, b->error);
-	} else if (!collector_alive(c->bus, p)) {
+	} else if (tb_producer_collector(p, NULL) != TB_COLLECTOR_SERVING) {
 		b->no_collector = true;
 		tb_cli_error(VERB, "no tailbusd is draining bus '%s': events wait in the ring and "
 			     "are dropped (and counted) once it is full",
@@ -1400,11 +1348,11 @@ static int run_all(struct config *c, tb_producer *p, struct result *res, const u
 	return rc;
 }
 
-/* The knee marker's label: the rate and which rule found it (find_knee). */
-static void knee_label(char *buf, size_t cap, const struct result *res, int knee)
+/* The knee marker's label: the rate and which rule found it (tb_sweep_knee). */
+static void knee_label(char *buf, size_t cap, const struct result *res, int knee, int rule)
 {
 	const struct result *k = &res[knee];
-	if (k->achieved < KNEE_ACHIEVED * (double)k->rate)
+	if (rule == TB_KNEE_ACHIEVED)
 		snprintf(buf, cap, "knee %" PRIu64 "/s: achieved %.0f%%", k->rate,
 			 100.0 * k->achieved / (double)k->rate);
 	else
@@ -1418,7 +1366,7 @@ static void knee_label(char *buf, size_t cap, const struct result *res, int knee
  * TB_MIN_SAMPLES_BEYOND samples beyond it is drawn hollow. The subtitle says
  * what was run and how many samples each rate had. Returns 0 or a negative
  * errno. */
-static int plot_sweep(const struct config *c, const struct result *res, size_t n, int knee)
+static int plot_sweep(const struct config *c, const struct result *res, size_t n, int knee, int rule)
 {
 	static const char *labels[] = {"p50", "p99", "p99.9", "max"};
 	static const double levels[] = {50.0, 99.0, 99.9, 100.0};
@@ -1455,7 +1403,7 @@ static int plot_sweep(const struct config *c, const struct result *res, size_t n
 		 c->closed ? "closed" : "open", c->poisson ? "Poisson" : "constant",
 		 (double)c->duration_ns / TB_NS_PER_SEC, (double)c->warmup_ns / TB_NS_PER_SEC, low, high);
 	if (knee >= 0)
-		knee_label(knee_text, sizeof(knee_text), res, knee);
+		knee_label(knee_text, sizeof(knee_text), res, knee, rule);
 	snprintf(path, sizeof(path), "%s/latency-vs-rate.svg", c->plot_dir);
 	mkdir(c->plot_dir, 0755);
 	int rc = tb_plot_latency_vs_rate(path, "Latency from the intended time by offered rate",
@@ -1471,9 +1419,12 @@ static int plot_sweep(const struct config *c, const struct result *res, size_t n
 static void report(const struct config *c, const struct result *res, size_t n,
 		   const struct bus_state *b)
 {
-	int knee = n > 1 ? find_knee(res, n) : -1;
-	enum tail tail = n > 1 ? stall_suspected(res, n, knee) : TAIL_NORMAL;
-	if (c->plot_dir && n > 1 && plot_sweep(c, res, n, knee) < 0)
+	tb_sweep_point pts[SWEEP_STEPS_MAX];
+	sweep_points(res, n, pts);
+	int rule = TB_KNEE_NONE;
+	int knee = n > 1 ? tb_sweep_knee(pts, n, &rule) : -1;
+	int tail = n > 1 ? tb_sweep_tail(pts, n, knee) : TB_TAIL_NORMAL;
+	if (c->plot_dir && n > 1 && plot_sweep(c, res, n, knee, rule) < 0)
 		tb_cli_error(VERB, "cannot write the plot in %s", c->plot_dir);
 	if (c->json) {
 		print_json(res, n, c, knee, tail, b);
