@@ -193,10 +193,14 @@ check "50 samples: every percentile is marked insufficient" small_count
 
 # tb_emit as fast as it can: millions of events a second of one metric,
 # latencies log-spread over 100 ns .. 100 ms (thousands of distinct buckets
-# per interval, frames of tens of KiB), a full ring folding the rest
+# per interval, frames of tens of KiB), a full ring folding the rest; then,
+# in later intervals, as many over 100 ns .. 2 us, so that the window's
+# percentiles are those of the mixture, not of any one interval
 busy_exact() {
 	emit $BUS --threads 1 --count 6000000 --rate 0 --metrics 1 --prefix busy --seed 9 >/dev/null
 	wait_published $BUS busy0 6000000 || return 1
+	emit $BUS --threads 1 --count 6000000 --rate 0 --metrics 1 --prefix busy --seed 10 --octaves 4 >/dev/null
+	wait_published $BUS busy0 12000000 || return 1
 	run_top $BUS --once --json --window 60 >"$tmp/busy.json" || return 1
 	"$TAILBUS" replay "$tmp/$BUS"/log/*.hlog --tag busy0 --format json >"$tmp/busy_replay.json" || return 1
 	python3 - "$tmp/busy.json" "$tmp/busy_replay.json" <<'EOF2'
@@ -217,7 +221,7 @@ EOF2
 	run_top $BUS --once --window 60 >"$tmp/busy.txt" || return 1
 	if grep -q '~' "$tmp/busy.txt"; then echo "  a '~' in top's table:"; cat "$tmp/busy.txt"; return 1; fi
 }
-check "millions of events a second, 100 ns .. 100 ms: top's window equals replay of the log, bit for bit" busy_exact
+check "millions of events a second, 100 ns .. 100 ms then .. 2 us: top's window equals replay of the log, bit for bit" busy_exact
 
 log_same() { # quiet|say
 	run_top $BUS --once --json --window 60 >"$tmp/busall.json" || return 1
