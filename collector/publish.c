@@ -16,8 +16,12 @@
  * count and frame positions, and never reads them back from the segment,
  * which group members can write.
  *
- * A collector starts its live area afresh: whatever an earlier collector
- * published is withdrawn (each metric's count goes to 0 under its counter).
+ * A collector that finds a live area an earlier one published takes over
+ * what it can vouch for: per metric, the newest intervals whose frames are
+ * still whole in the heap, each older than the one before and no longer
+ * than TB_LIVE_FRAME_MAX, up to the first that is not; the rest leaves. A
+ * counter left odd by a collector that died mid-write is made even again,
+ * and that metric starts afresh.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,6 +45,33 @@ static void store_count(tb_live_metric *lm, uint32_t count)
 	__atomic_store_n(&lm->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
+/* How many of metric m's newest intervals, as an earlier collector left
+ * them, are whole and in order; their positions into the private copy. */
+static uint32_t adopt(tb_collector *c, uint32_t m, uint64_t head)
+{
+	struct tb_publisher *p = &c->publisher;
+	uint32_t cap = c->seg.layout.live_intervals;
+	uint64_t heap_bytes = c->seg.layout.live_heap_bytes;
+	tb_live_metric *lm = tb_seg_live(&c->seg, m);
+	uint32_t count = lm->count < cap ? lm->count : cap, newest = lm->newest % cap, n = 0;
+	uint64_t newer_pos = head;
+	for (; n < count; n++) {
+		uint32_t k = (newest + cap - n) % cap;
+		const tb_live_interval *iv = tb_seg_live_interval(&c->seg, m, k);
+		uint64_t pos = iv->frame_pos, len = iv->hist_len;
+		if (len == 0 || len > TB_LIVE_FRAME_MAX || pos > newer_pos || newer_pos - pos < len ||
+		    head - pos > heap_bytes)
+			break;
+		p->frame_pos[(size_t)m * cap + k] = pos;
+		if (pos < p->floor)
+			p->floor = pos;
+		newer_pos = pos;
+	}
+	p->newest[m] = newest;
+	p->count[m] = n;
+	return n;
+}
+
 int tb_publish_init(tb_collector *c)
 {
 	struct tb_publisher *p = &c->publisher;
@@ -56,8 +87,14 @@ int tb_publish_init(tb_collector *c)
 	p->floor = p->head;
 	for (uint32_t m = 0; m < metrics; m++) {
 		tb_live_metric *lm = tb_seg_live(&c->seg, m);
-		if (lm->count)
-			store_count(lm, 0);
+		if (lm->seq & 1) {
+			/* readers wait while it is odd: empty the area, then even */
+			lm->count = 0;
+			__atomic_store_n(&lm->seq, lm->seq + 1, __ATOMIC_RELEASE);
+		}
+		uint32_t was = lm->count;
+		if (was && adopt(c, m, p->head) != was)
+			store_count(lm, p->count[m]);
 	}
 	return 0;
 }

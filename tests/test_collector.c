@@ -1185,6 +1185,71 @@ static void the_live_heap_lets_the_oldest_intervals_go_and_keeps_the_rest_whole(
 	assert_true(bytes + heap / 8 + 2 * (bytes / kept) >= heap);
 }
 
+static void reopen(struct fixture *f)
+{
+	tb_collector_config cfg = f->c.cfg;
+	tb_collector_close(&f->c);
+	f->opened = false;
+	cfg.fresh = false;
+	const char *why = NULL;
+	int rc = tb_collector_open(&f->c, &cfg, &why);
+	if (rc < 0)
+		fail_msg("reopen: %s (%s)", why ? why : "?", strerror(-rc));
+	f->opened = true;
+}
+
+/* Intervals k = 1..n of metric 0, with k events each. */
+static void publish_counts(struct fixture *f, int n)
+{
+	for (int k = 1; k <= n; k++) {
+		spans(f, 0, k, at(f, 1000), 100 * (uint64_t)k);
+		tb_collector_drain_all(&f->c);
+		assert_int_equal(tb_collector_close_interval(&f->c, f->c.cfg.interval_ns), 0);
+	}
+}
+
+static void expect_live_counts(struct fixture *f, uint32_t id, int n, const int64_t *newest_first)
+{
+	tb_hist h = {0};
+	tb_live_interval iv;
+	for (int age = 0; age < n; age++) {
+		assert_int_equal(tb_live_read(&f->c.seg, id, (uint32_t)age, &iv, &h), 0);
+		assert_int_equal(iv.count, newest_first[age]);
+		assert_int_equal(tb_hist_total(&h), newest_first[age]);
+	}
+	assert_int_equal(tb_live_read(&f->c.seg, id, (uint32_t)n, &iv, &h), -ERANGE);
+	tb_hist_free(&h);
+}
+
+/* A restarted collector keeps the intervals the one before published,
+ * whole, and publishes after them; it keeps no further back than the first
+ * it cannot vouch for, and a counter left odd is made even, that metric
+ * starting afresh. */
+static void a_restarted_collector_keeps_the_live_area_it_can_vouch_for(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t id0 = tb_metric_id(f->m[0]), id1 = tb_metric_id(f->m[1]);
+	publish_counts(f, 3);
+	spans(f, 1, 5, at(f, 1000), 100);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, f->c.cfg.interval_ns), 0);
+	reopen(f);
+	expect_live_counts(f, id0, 3, (const int64_t[]){3, 2, 1});
+	expect_live_counts(f, id1, 1, (const int64_t[]){5});
+	publish_counts(f, 1);
+	expect_live_counts(f, id0, 4, (const int64_t[]){1, 3, 2, 1});
+	/* scribbled: the third newest of m0 longer than any frame; m1 mid-write */
+	tb_live_metric *lm0 = tb_seg_live(&f->c.seg, id0), *lm1 = tb_seg_live(&f->c.seg, id1);
+	uint32_t cap = f->c.seg.layout.live_intervals;
+	tb_seg_live_interval(&f->c.seg, id0, (lm0->newest + cap - 2) % cap)->hist_len = TB_LIVE_FRAME_MAX + 1;
+	lm1->seq |= 1;
+	reopen(f);
+	expect_live_counts(f, id0, 2, (const int64_t[]){1, 3});
+	assert_int_equal(lm1->seq & 1, 0);
+	tb_live_snapshot snap;
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id1, &snap), -ENOENT);
+}
+
 /* ---- fold lanes (folds.c) ---- */
 
 #define RING 4096 /* the fixture's ring_capacity */
@@ -1436,6 +1501,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			the_live_heap_lets_the_oldest_intervals_go_and_keeps_the_rest_whole,
 			setup_small_heap, teardown),
+		cmocka_unit_test_setup_teardown(a_restarted_collector_keeps_the_live_area_it_can_vouch_for,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_spoiled_event_does_not_stall_the_ring, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
