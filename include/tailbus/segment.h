@@ -34,9 +34,10 @@ extern "C" {
 #define TB_SEG_DEFAULT_RING_EVENTS 65536 /* 1 MiB of events per thread */
 #define TB_SEG_DEFAULT_METRICS 256
 #define TB_SEG_DEFAULT_LIVE_INTERVALS 64 /* more than a minute of 1 s intervals */
-/* The live heap (seg_abi.h): 32 MiB keeps the 64 intervals of 20 metrics
- * whose frames are 25 KiB (a 3-digit histogram spread over 1 us to 100 ms
- * at millions of events a second), or of 256 metrics of 2 KiB. */
+/* The live heap (seg_abi.h): 32 MiB, of which 28 MiB is sure to be in use,
+ * keeps the 64 intervals of 22 metrics whose frames are 20 KiB (a 3-digit
+ * histogram of millions of events spread over 100 ns to 100 ms), or of 256
+ * metrics whose frames are under 1.75 KiB (docs/design.md, The live area). */
 #define TB_SEG_DEFAULT_LIVE_HEAP_BYTES (UINT64_C(32) << 20)
 #define TB_SEG_DEFAULT_WAIT_MS 2000
 #define TB_SEG_FALLBACK_DIR "/dev/shm"
