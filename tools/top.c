@@ -986,8 +986,8 @@ static int name_width(const struct snap *sn)
 	return (int)(w > NAME_WIDTH_MAX ? NAME_WIDTH_MAX : w);
 }
 
-/* A value cell: the value right-aligned, then its mark (and a column that
- * kept the table's width when there was a second mark). */
+/* A value cell: the value right-aligned, then its mark and a space, so that
+ * the cells line up under the headers. */
 static void print_cell(FILE *out, int64_t ns, bool insufficient)
 {
 	char v[32];
