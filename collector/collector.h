@@ -348,6 +348,7 @@ typedef struct tb_collector {
 	struct tb_publisher {
 		uint32_t *newest, *count;
 		uint64_t *frame_pos; /* metric_capacity x live_intervals */
+		int64_t *start_ns;   /* ... and each record's interval start */
 		uint64_t head, floor;
 	} publisher;
 	/* published with release: the last interval whose halves are empty again */

@@ -35,13 +35,16 @@
  * heap (TB_LIVE_HEAP_MIN leaves room for it beside the largest frame). */
 #define HEAP_FREE_SHIFT 3
 
-/* Metric m's count, as readers see it, changed under its counter. */
-static void store_count(tb_live_metric *lm, uint32_t count)
+/* Metric m's count, as readers see it, changed under its counter, and the
+ * start of the newest interval let go (0: leave it as it is). */
+static void store_count(tb_live_metric *lm, uint32_t count, int64_t let_go_start_ns)
 {
 	uint64_t seq = lm->seq;
 	__atomic_store_n(&lm->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__atomic_store_n(&lm->count, count, __ATOMIC_RELAXED);
+	if (let_go_start_ns)
+		__atomic_store_n(&lm->let_go_start_ns, let_go_start_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&lm->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -63,6 +66,7 @@ static uint32_t adopt(tb_collector *c, uint32_t m, uint64_t head)
 		    head - pos > heap_bytes)
 			break;
 		p->frame_pos[(size_t)m * cap + k] = pos;
+		p->start_ns[(size_t)m * cap + k] = iv->start_ns;
 		if (pos < p->floor)
 			p->floor = pos;
 		newer_pos = pos;
@@ -81,7 +85,8 @@ int tb_publish_init(tb_collector *c)
 	p->newest = calloc(metrics, sizeof(uint32_t));
 	p->count = calloc(metrics, sizeof(uint32_t));
 	p->frame_pos = calloc((size_t)metrics * cap, sizeof(uint64_t));
-	if (!p->newest || !p->count || !p->frame_pos)
+	p->start_ns = calloc((size_t)metrics * cap, sizeof(int64_t));
+	if (!p->newest || !p->count || !p->frame_pos || !p->start_ns)
 		return -ENOMEM;
 	p->head = __atomic_load_n(&tb_seg_live_heap(&c->seg)->head, __ATOMIC_RELAXED);
 	p->floor = p->head;
@@ -94,7 +99,7 @@ int tb_publish_init(tb_collector *c)
 		}
 		uint32_t was = lm->count;
 		if (was && adopt(c, m, p->head) != was)
-			store_count(lm, p->count[m]);
+			store_count(lm, p->count[m], 0);
 	}
 	return 0;
 }
@@ -105,6 +110,7 @@ void tb_publish_free(tb_collector *c)
 	free(p->newest);
 	free(p->count);
 	free(p->frame_pos);
+	free(p->start_ns);
 }
 
 /* Every interval whose frame begins before `limit` leaves the live area. */
@@ -118,8 +124,10 @@ static void let_go_before(tb_collector *c, uint64_t limit)
 		while (n > 0 && pos[(p->newest[m] + cap - (n - 1)) % cap] < limit)
 			n--;
 		if (n != p->count[m]) {
+			/* the newest let go is the one just older than those kept */
+			int64_t start = p->start_ns[(size_t)m * cap + (p->newest[m] + cap - n) % cap];
 			p->count[m] = n;
-			store_count(tb_seg_live(&c->seg, m), n);
+			store_count(tb_seg_live(&c->seg, m), n, start);
 		}
 	}
 	p->floor = limit;
@@ -178,6 +186,7 @@ void tb_publish_interval(tb_collector *c, uint16_t m, const tb_publish_summary *
 	li->hist_len = (uint32_t)frame_len;
 	li->frame_pos = pos;
 	p->frame_pos[(size_t)m * cap + k] = pos;
+	p->start_ns[(size_t)m * cap + k] = s->start_ns;
 	p->newest[m] = k;
 	if (p->count[m] < cap)
 		p->count[m]++;

@@ -23,6 +23,7 @@
 
 struct copy {
 	uint32_t count, newest;
+	int64_t let_go_start_ns;
 	tb_live_interval iv;
 	uint8_t *hist;   /* NULL: the summary only */
 	size_t hist_cap; /* bytes at hist */
@@ -70,6 +71,7 @@ static int try_copy(const tb_seg *s, uint32_t id, uint32_t age, struct copy *c)
 	uint32_t cap = s->layout.live_intervals;
 	c->count = __atomic_load_n(&lm->count, __ATOMIC_RELAXED);
 	c->newest = __atomic_load_n(&lm->newest, __ATOMIC_RELAXED) % cap;
+	c->let_go_start_ns = __atomic_load_n(&lm->let_go_start_ns, __ATOMIC_RELAXED);
 	if (c->count > cap)
 		c->count = cap;
 	if (c->count == 0 || age >= c->count) {
@@ -121,6 +123,7 @@ int tb_live_read_newest(const tb_seg *s, uint32_t id, tb_live_snapshot *out)
 	if (rc == 0) {
 		out->count = c.count;
 		out->newest = c.iv;
+		out->let_go_start_ns = c.let_go_start_ns;
 	}
 	return rc;
 }

@@ -1164,6 +1164,8 @@ static void the_live_heap_lets_the_oldest_intervals_go_and_keeps_the_rest_whole(
 	assert_int_equal(tb_live_read_newest(&f->c.seg, busy, &snap), 0);
 	uint32_t kept = snap.count;
 	assert_true(kept > 0 && kept < closes);
+	/* the newest interval let go is the one just before the oldest kept */
+	assert_int_equal(snap.let_go_start_ns, snap.newest.start_ns - (int64_t)kept * len);
 	uint64_t bytes = 0;
 	int64_t newer_start = INT64_MAX;
 	tb_hist h = {0};
@@ -1230,6 +1232,9 @@ static void a_restarted_collector_keeps_the_live_area_it_can_vouch_for(void **st
 	struct fixture *f = *state;
 	uint32_t id0 = tb_metric_id(f->m[0]), id1 = tb_metric_id(f->m[1]);
 	publish_counts(f, 3);
+	tb_live_snapshot snap;
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id0, &snap), 0);
+	assert_int_equal(snap.let_go_start_ns, 0);
 	spans(f, 1, 5, at(f, 1000), 100);
 	tb_collector_drain_all(&f->c);
 	assert_int_equal(tb_collector_close_interval(&f->c, f->c.cfg.interval_ns), 0);
@@ -1246,7 +1251,6 @@ static void a_restarted_collector_keeps_the_live_area_it_can_vouch_for(void **st
 	reopen(f);
 	expect_live_counts(f, id0, 2, (const int64_t[]){1, 3});
 	assert_int_equal(lm1->seq & 1, 0);
-	tb_live_snapshot snap;
 	assert_int_equal(tb_live_read_newest(&f->c.seg, id1, &snap), -ENOENT);
 }
 

@@ -29,6 +29,10 @@ extern "C" {
 typedef struct tb_live_snapshot {
 	uint32_t count;          /* intervals available (<= live_intervals) */
 	tb_live_interval newest; /* the most recent one */
+	/* the start of the newest interval that left the live area because the
+	 * heap needed its frame's bytes (0: none): a window reaching back to it
+	 * is shorter than asked */
+	int64_t let_go_start_ns;
 } tb_live_snapshot;
 
 /* The newest published interval of metric `id`. Returns 0, -ENOENT when

@@ -197,7 +197,10 @@ typedef struct tb_live_metric {
 	uint32_t newest;                    /* index of the newest interval */
 	uint32_t count;                     /* intervals published, capped at live_intervals,
 					     * less those whose frames the heap let go */
-	uint8_t reserved[48];
+	/* ABI 4: the start of the newest interval that left because the heap
+	 * needed its frame's bytes (0: none) */
+	int64_t let_go_start_ns;
+	uint8_t reserved[40];
 	/* then live_intervals x tb_live_interval */
 } tb_live_metric;
 
