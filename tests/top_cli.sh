@@ -3,17 +3,18 @@
 #   --once --json figures equal what the emitter sent (window 60 and 1),
 #   the text table (units, marks, legend), sufficiency marks on a small count,
 #   a window of a metric at millions of events a second equal to replay of
-#   the collector's log (whole histograms in the live area), ring drops,
+#   the collector's log (whole histograms in the live area), a window the
+#   live heap cut short (said on the row), ring drops,
 #   a stale heartbeat, a segment replaced by `tailbusd --fresh`, --log on the
 #   collector's own log and on a growing file with a torn last line, a real terminal (tmux: in-place redraw, the cursor
 #   and the prompt back after Ctrl-C and 'q'), and the error sentences.
 #
-# Needs: TAILBUS, TAILBUSD, TB_EMIT. tmux for the terminal checks: skipped
+# Needs: TAILBUS, TAILBUSD, TB_EMIT, TB_HEAP_FILL. tmux for the terminal checks: skipped
 # with a message when absent, unless TAILBUS_REQUIRE_TMUX=1.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-: "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}"
+: "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}" "${TB_HEAP_FILL:?}"
 use_tmp
 TMUX_SOCK="$tmp/tmux.sock"
 # before lib.sh's cleanup kills what is left: TERM first (timeout passes it on
@@ -222,6 +223,25 @@ EOF2
 	if grep -q '~' "$tmp/busy.txt"; then echo "  a '~' in top's table:"; cat "$tmp/busy.txt"; return 1; fi
 }
 check "millions of events a second, 100 ns .. 100 ms then .. 2 us: top's window equals replay of the log, bit for bit" busy_exact
+
+# a bus whose smallest live heap let go intervals of a wide metric
+# (tb_heap_fill: 1 ms intervals, 1024 records): a 1 s window says so and
+# holds the intervals kept, a window within them does not
+heap_let_go() {
+	local d=$tmp/heapfill published kept
+	mkdir -p "$d"
+	read -r published kept < <("$TB_HEAP_FILL" --bus heapfill --dir "$d") || return 1
+	[[ $kept -gt 0 && $kept -lt $published ]] || { echo "  kept $kept of $published"; return 1; }
+	"$TAILBUS" top --bus heapfill --dir "$d" --once --json --window 1s >"$tmp/hf.json" || return 1
+	expect_eq "heap_let_go" "$(metric_field "$tmp/hf.json" wide0 heap_let_go)" true || return 1
+	expect_eq "intervals" "$(metric_field "$tmp/hf.json" wide0 intervals)" "$kept" || return 1
+	"$TAILBUS" top --bus heapfill --dir "$d" --once --window 1s >"$tmp/hf.txt" || return 1
+	grep -qE "^wide0 .*\(window: the newest $kept intervals; the live heap let the older go\)" "$tmp/hf.txt" ||
+		{ echo "  no let-go note:"; cat "$tmp/hf.txt"; return 1; }
+	"$TAILBUS" top --bus heapfill --dir "$d" --once --json --window 100ms >"$tmp/hf100.json" || return 1
+	expect_eq "heap_let_go of 100ms" "$(metric_field "$tmp/hf100.json" wide0 heap_let_go)" false
+}
+check "a window the live heap cut short: the intervals kept, and a note that says why" heap_let_go
 
 log_same() { # quiet|say
 	run_top $BUS --once --json --window 60 >"$tmp/busall.json" || return 1

@@ -25,7 +25,9 @@
  *    makes the metric's window be read again.
  *  - Every figure is exact: each interval in the live area carries its whole
  *    histogram (ABI 4), the same bytes as its log line, so a window equals
- *    `tailbus replay` of the same intervals of the log.
+ *    `tailbus replay` of the same intervals of the log. When the live heap
+ *    has let go intervals the window asks for (the metric's let_go_start_ns
+ *    falls in it), the window is the intervals kept, and top says so.
  *  - A percentile is marked '*' when fewer than TB_MIN_SAMPLES_BEYOND samples
  *    are expected beyond it in the window (tailbus/summary.h).
  *  - --log takes complete lines only: a torn last line (a writer mid-append)
@@ -129,6 +131,7 @@ struct row {
 	uint64_t drops;
 	uint64_t folded;  /* of count: from fold lanes, at 2 digits (with has_drops) */
 	uint32_t gap_us;  /* the collector's longest gap between passes (with has_drops) */
+	bool let_go;      /* the live heap let go intervals the window asks for (with has_drops) */
 	double span_s, rate, age_s, interval_s;
 	const char *error; /* the window could not be read */
 };
@@ -391,6 +394,19 @@ static void metric_name(const tb_metric_entry *e, uint32_t id, char *out, size_t
 		snprintf(out, cap, "metric-%u", id);
 }
 
+/* Did the live heap let go intervals a window of n asks for? Those are the
+ * ones from n - 1 intervals before the newest read; the heap lets a
+ * metric's oldest go first, so the newest it let go tells. */
+static bool window_let_go(const tb_seg *s, uint32_t id, uint32_t n, const struct window_acc *a)
+{
+	tb_live_snapshot snap;
+	if (a->intervals == 0 || a->intervals >= n || tb_live_read_newest(s, id, &snap) < 0 ||
+	    !snap.let_go_start_ns)
+		return false;
+	int64_t newest_start = a->newest_end_ns - a->newest_length_ns;
+	return snap.let_go_start_ns >= newest_start - (int64_t)(n - 1) * a->newest_length_ns;
+}
+
 static int bus_rows(struct bus_source *b, uint32_t n, struct snap *sn)
 {
 	tb_hist scratch;
@@ -417,8 +433,10 @@ static int bus_rows(struct bus_source *b, uint32_t n, struct snap *sn)
 			r->error = "an interval's histogram in the live area is corrupt";
 		else if (read < 0)
 			r->error = "unreadable live area";
-		else
+		else {
 			acc_finish(&a, r, sn->now_ns);
+			r->let_go = window_let_go(&b->seg, id, n, &a);
+		}
 		r->has_drops = true;
 		r->drops = a.drops;
 		r->folded = a.folded;
@@ -1039,6 +1057,9 @@ static void print_row(FILE *out, const struct row *r, int nw)
 		fmt_age(age, sizeof(age), r->age_s);
 		fprintf(out, "   (newest data %s old)", age);
 	}
+	if (r->let_go)
+		fprintf(out, "   (window: the newest %u intervals; the live heap let the older go)",
+			r->intervals);
 	fputc('\n', out);
 }
 
@@ -1105,10 +1126,11 @@ static void json_row(FILE *out, const struct row *r, bool from_log)
 	else
 		fprintf(out, ",\"max\":null");
 	if (r->has_drops && !r->error)
-		fprintf(out, ",\"drops\":%" PRIu64 ",\"folded\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32,
-			r->drops, r->folded, r->gap_us);
+		fprintf(out, ",\"drops\":%" PRIu64 ",\"folded\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32
+			     ",\"heap_let_go\":%s",
+			r->drops, r->folded, r->gap_us, r->let_go ? "true" : "false");
 	else
-		fprintf(out, ",\"drops\":null,\"folded\":null,\"collector_gap_us\":null");
+		fprintf(out, ",\"drops\":null,\"folded\":null,\"collector_gap_us\":null,\"heap_let_go\":null");
 	fprintf(out, ",\"insufficient\":[");
 	for (int p = 0, n = 0; p < TB_SUMMARY_PERCENTILES; p++) {
 		if (r->insufficient[p])
