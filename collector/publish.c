@@ -9,12 +9,13 @@
  * every interval in the live area is exact however busy its metric.
  *
  * The heap is finite: a new frame overwrites the oldest bytes, and the
- * intervals whose frames they held leave the live area first. So that this
- * costs a scan of the metrics once per eighth of the heap rather than once
- * per frame, making room frees an eighth of the heap more than the frame
+ * intervals whose frames they held leave the live area first (the newest
+ * of them is named in the metric's let_go_start_ns). So that this costs a
+ * scan of the metrics once per eighth of the heap rather than once per
+ * frame, making room frees an eighth of the heap more than the frame
  * needs. The closer keeps its own copy of every metric's newest index,
- * count and frame positions, and never reads them back from the segment,
- * which group members can write.
+ * count, frame positions and interval starts, and reads them back from the
+ * segment, which group members can write, only once, when it starts.
  *
  * A collector that finds a live area an earlier one published takes over
  * what it can vouch for: per metric, the newest intervals whose frames are
