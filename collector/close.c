@@ -5,9 +5,9 @@
  * then owns that interval's half of every series and every drain thread's
  * per-metric counts for it. For each metric, the halves of its series (one
  * per ring that recorded it) are added into one scratch histogram: merged
- * counts, never averaged percentiles. The result is published to the
- * metric's live area under its sequence counter and written as one tagged
- * line of the interval log (tag = metric name). Every counter that must not
+ * counts, never averaged percentiles. The result is encoded once; the
+ * frame is published with its summary to the live area (publish.c) and
+ * written as one tagged line of the interval log (tag = metric name). Every counter that must not
  * go into the log (events, drops, negative, late, clamped, unmatched
  * halves, ring high-water marks, the drain threads' stalls) goes to the
  * health sidecar. Then the half is given back empty (freed_start_ns), for
@@ -57,45 +57,6 @@ static int reserve(tb_growbuf *b, size_t more)
 	b->p = p;
 	b->cap = cap;
 	return 0;
-}
-
-/* Publish the merged histogram's summary, and its compressed frame when it
- * fits, under the metric's sequence counter. */
-static void publish_live(tb_collector *c, uint16_t m, int64_t start, int64_t length,
-			 uint64_t bus_drops, int64_t gap_ns, uint64_t folded, const uint8_t *frame,
-			 size_t frame_len)
-{
-	const tb_hist *merged = &c->closer.merged;
-	tb_live_metric *lm = tb_seg_live(&c->seg, m);
-	uint32_t k = lm->count == 0 ? 0 : (lm->newest + 1) % c->seg.layout.live_intervals;
-	tb_live_interval *li = tb_seg_live_interval(&c->seg, m, k);
-	int64_t pct[TB_SUMMARY_PERCENTILES]; /* one walk; the live area keeps no mean */
-	tb_hist_values_at_percentiles(merged, tb_summary_levels, TB_SUMMARY_PERCENTILES, pct);
-	bool fits = frame && frame_len <= c->seg.layout.live_hist_bytes;
-	uint64_t seq = lm->seq;
-	/* odd while writing; the fence orders that store before the data */
-	__atomic_store_n(&lm->seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	li->start_ns = start;
-	li->length_ns = length;
-	li->count = tb_hist_total(merged);
-	li->min = tb_hist_min(merged);
-	li->max = tb_hist_max(merged);
-	li->p50 = pct[0];
-	li->p90 = pct[1];
-	li->p99 = pct[2];
-	li->p999 = pct[3];
-	li->p9999 = pct[4];
-	li->dropped = bus_drops;
-	li->longest_gap_us = gap_ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(gap_ns / 1000);
-	li->folded = folded;
-	li->hist_len = fits ? (uint32_t)frame_len : 0;
-	if (fits)
-		memcpy((uint8_t *)(li + 1), frame, frame_len);
-	lm->newest = k;
-	if (lm->count < c->seg.layout.live_intervals)
-		lm->count++;
-	__atomic_store_n(&lm->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 /* Encode the merged histogram once: V2 inner, then the compressed frame. */
@@ -341,7 +302,8 @@ static int close_metric(tb_collector *c, uint16_t m, int half, double base, int6
 	int rc = encode_merged(c, &frame, &frame_len);
 	if (rc < 0)
 		return rc;
-	publish_live(c, m, start, length_ns, bus_drops, gap_ns, mc->folded, frame, frame_len);
+	tb_publish_summary ps = {start, length_ns, bus_drops, mc->folded, gap_ns};
+	tb_publish_interval(c, m, &ps, frame, frame_len);
 	const tb_hist *merged = &c->closer.merged;
 	tb_growbuf *log = &c->closer.log;
 	if (tb_hist_total(merged) > 0) {
@@ -458,7 +420,7 @@ int tb_closer_init(tb_collector *c)
 	k->expired = calloc(c->seg.layout.metric_capacity, sizeof(tb_metric_counts));
 	if (!k->scratch || !k->sum || !k->fold_grew || !k->drained_seen || !k->expired)
 		return -ENOMEM;
-	return 0;
+	return tb_publish_init(c);
 }
 
 void tb_closer_free(tb_collector *c)
@@ -472,4 +434,5 @@ void tb_closer_free(tb_collector *c)
 	free(k->expired);
 	free(k->log.p);
 	free(k->side.p);
+	tb_publish_free(c);
 }

@@ -350,6 +350,16 @@ typedef struct tb_collector {
 		uint64_t behind;    /* closes that began an interval or more after their end */
 		int64_t longest_close_ns;
 	} closer;
+	/* The closer's own copy of the live area's indices (publish.c): per
+	 * metric the newest record and how many are valid, and each record's
+	 * frame position; the heap's head and a position no valid frame is
+	 * below. */
+	struct tb_publisher {
+		uint32_t *newest, *count;
+		uint64_t *frame_pos; /* metric_capacity x live_intervals */
+		int64_t *start_ns;   /* ... and each record's interval start */
+		uint64_t head, floor;
+	} publisher;
 	/* published with release: the last interval whose halves are empty again */
 	alignas(64) int64_t freed_start_ns;
 	alignas(64) int64_t next_housekeep_ns, next_rebalance_ns;
@@ -451,6 +461,21 @@ void *tb_drainer_main(void *arg);
 /* close.c */
 int tb_closer_init(tb_collector *c);
 void tb_closer_free(tb_collector *c);
+
+/* publish.c: the live area. tb_publish_init withdraws what an earlier
+ * collector published; -EOVERFLOW when the closer's histogram could encode
+ * to more than TB_LIVE_FRAME_MAX. */
+typedef struct tb_publish_summary {
+	int64_t start_ns, length_ns;
+	uint64_t bus_drops, folded;
+	int64_t gap_ns;
+} tb_publish_summary;
+int tb_publish_init(tb_collector *c);
+void tb_publish_free(tb_collector *c);
+/* Publish closer.merged, the interval `s` of metric m, with its frame (at
+ * most TB_LIVE_FRAME_MAX bytes). */
+void tb_publish_interval(tb_collector *c, uint16_t m, const tb_publish_summary *s,
+			 const uint8_t *frame, size_t frame_len);
 /* Close the interval c->closer.start_ns (length_ns long) from the finished
  * halves of every series; every drain thread must have acked past it. */
 int tb_closer_close(tb_collector *c, int64_t length_ns);

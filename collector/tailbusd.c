@@ -4,7 +4,7 @@
  *            [--drain-threads N] [--cpus LIST] [--close-cpu N] [--no-rebalance]
  *            [--rotate-seconds S] [--rotate-bytes B] [--keep N] [--idle-us U]
  *            [--backoff-ns N] [--evict-lines] [--io-fallback] [--fresh] [--slots N] [--ring-events N]
- *            [--metrics N] [--fold-lanes N] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
+ *            [--metrics N] [--fold-lanes N] [--live-heap SIZE] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
  *            [--version]
  *
  * Option values read as every tailbus tool reads them (tailbus/units.h):
@@ -72,6 +72,8 @@ static void usage(FILE *out)
 		"  --slots N --ring-events N --metrics N   segment sizes when creating it\n"
 		"  --fold-lanes N       ... and the metrics per ring whose SPANs a full ring folds into a\n"
 		"                       2-digit histogram instead of dropping (0-8, default 4; 0: drop)\n"
+		"  --live-heap SIZE     ... and the live area's heap for the intervals' histograms that\n"
+		"                       tailbus top reads (default 32M; at least 2400K, at most 4G)\n"
 		"  --group GID          create the segment 0660 for this group\n"
 		"  --mlock              lock memory (mlockall)\n"
 		"  --fifo PRIO          run SCHED_FIFO at PRIO\n"
@@ -98,6 +100,7 @@ static const tb_unit_spec slots_spec = {TB_UNIT_COUNT, 1, 1, UINT32_MAX};
 static const tb_unit_spec ring_spec = {TB_UNIT_COUNT, 1, 2, RING_EVENTS_MAX}; /* up to 2^k */
 static const tb_unit_spec metrics_spec = {TB_UNIT_COUNT, 1, 1, TB_MAX_METRICS};
 static const tb_unit_spec lanes_spec = {TB_UNIT_COUNT, 1, 0, TB_FOLD_LANES_MAX};
+static const tb_unit_spec heap_spec = {TB_UNIT_SIZE, 1, TB_LIVE_HEAP_MIN, TB_LIVE_HEAP_MAX};
 static const tb_unit_spec group_spec = {TB_UNIT_COUNT, 1, 0, GID_MAX};
 static const tb_unit_spec fifo_spec = {TB_UNIT_COUNT, 1, FIFO_PRIO_MIN, FIFO_PRIO_MAX};
 static const tb_unit_spec drains_spec = {TB_UNIT_COUNT, 1, 1, TB_COLLECTOR_MAX_DRAINERS};
@@ -162,7 +165,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		{"backoff-ns", 1, 0, 'n'}, {"evict-lines", 0, 0, 'E'},
 		{"io-fallback", 0, 0, 'F'}, {"fresh", 0, 0, 'f'},      {"slots", 1, 0, 's'},
 		{"ring-events", 1, 0, 'r'}, {"metrics", 1, 0, 'm'},    {"group", 1, 0, 'g'},
-		{"fold-lanes", 1, 0, 'o'},
+		{"fold-lanes", 1, 0, 'o'}, {"live-heap", 1, 0, 'H'},
 		{"mlock", 0, 0, 'L'},      {"fifo", 1, 0, 'P'},        {"foreground", 0, 0, 'G'},
 		{"drain-threads", 1, 0, 'D'}, {"cpus", 1, 0, 'C'},    {"close-cpu", 1, 0, 'K'},
 		{"no-rebalance", 0, 0, 'N'},
@@ -199,6 +202,7 @@ static int parse(int argc, char **argv, struct cli *o)
 			o->cfg.seg.metric_capacity = (uint32_t)v;
 			break;
 		case 'o': ok = value(name, optarg, &lanes_spec, &v); o->cfg.seg.fold_lanes = (uint32_t)v; break;
+		case 'H': ok = value(name, optarg, &heap_spec, &v); o->cfg.seg.live_heap_bytes = (uint64_t)v; break;
 		case 'g': ok = value(name, optarg, &group_spec, &v); o->cfg.seg.group = (gid_t)v; break;
 		case 'L': o->mlock = true; break;
 		case 'P': ok = value(name, optarg, &fifo_spec, &v); o->fifo = (int)v; break;

@@ -48,7 +48,7 @@ void tb_seg_config_default(tb_seg_config *c)
 	c->ring_capacity = TB_SEG_DEFAULT_RING_EVENTS;
 	c->metric_capacity = TB_SEG_DEFAULT_METRICS;
 	c->live_intervals = TB_SEG_DEFAULT_LIVE_INTERVALS;
-	c->live_hist_bytes = TB_SEG_DEFAULT_LIVE_HIST_BYTES;
+	c->live_heap_bytes = TB_SEG_DEFAULT_LIVE_HEAP_BYTES;
 	c->group = (gid_t)-1;
 	c->wait_ms = TB_SEG_DEFAULT_WAIT_MS;
 	c->fold_lanes = TB_FOLD_DEFAULT_LANES;
@@ -58,7 +58,8 @@ int tb_seg_layout(const tb_seg_config *c, tb_seg_header *h)
 {
 	if (c->slot_count == 0 || c->ring_capacity < 2 || c->metric_capacity == 0 ||
 	    c->metric_capacity > TB_MAX_METRICS || c->live_intervals == 0 ||
-	    c->fold_lanes > TB_FOLD_LANES_MAX)
+	    c->fold_lanes > TB_FOLD_LANES_MAX || c->live_heap_bytes < TB_LIVE_HEAP_MIN ||
+	    c->live_heap_bytes > TB_LIVE_HEAP_MAX)
 		return -EINVAL;
 	memset(h, 0, sizeof(*h));
 	h->abi_major = TB_ABI_MAJOR;
@@ -67,15 +68,16 @@ int tb_seg_layout(const tb_seg_config *c, tb_seg_header *h)
 	h->ring_capacity = pow2_at_least(c->ring_capacity);
 	h->metric_capacity = pow2_at_least(c->metric_capacity);
 	h->live_intervals = c->live_intervals;
-	h->live_hist_bytes = (uint32_t)align_up(c->live_hist_bytes, 8);
 	h->clock_kind = TB_CLOCK_MONOTONIC;
 	h->slots_off = TB_HEADER_SIZE;
 	h->metrics_off = h->slots_off + (uint64_t)h->slot_count * sizeof(tb_slot);
 	h->live_off = h->metrics_off + (uint64_t)h->metric_capacity * sizeof(tb_metric_entry);
-	h->live_stride = align_up(sizeof(tb_live_metric) + (uint64_t)h->live_intervals *
-					  (sizeof(tb_live_interval) + h->live_hist_bytes),
+	h->live_stride = align_up(sizeof(tb_live_metric) +
+					  (uint64_t)h->live_intervals * sizeof(tb_live_interval),
 				  TB_CACHELINE);
-	h->rings_off = align_up(h->live_off + h->metric_capacity * h->live_stride, 4096);
+	h->live_heap_off = h->live_off + h->metric_capacity * h->live_stride;
+	h->live_heap_bytes = align_up(c->live_heap_bytes, TB_CACHELINE);
+	h->rings_off = align_up(h->live_heap_off + sizeof(tb_live_heap) + h->live_heap_bytes, 4096);
 	h->ring_stride = align_up(TB_RING_HEADER_SIZE + (uint64_t)h->ring_capacity * sizeof(tb_event),
 				  4096);
 	h->fold_lanes = c->fold_lanes;
@@ -103,21 +105,25 @@ int tb_seg_validate(const tb_seg_header *h, size_t size, const char **why)
 	if (h->magic != TB_SEG_MAGIC)
 		return fail(why, "header: bad magic (not a tailbus segment, or not initialised)", -EINVAL);
 	if (h->abi_major != TB_ABI_MAJOR)
-		return fail(why, "header: incompatible ABI major version", -EPROTO);
+		return fail(why, "header: made by a tailbus of another ABI major version (stop "
+				 "its collector, then start tailbusd --fresh)",
+			    -EPROTO);
 	if (h->slot_count == 0 || h->metric_capacity == 0 || h->metric_capacity > TB_MAX_METRICS ||
 	    (h->metric_capacity & (h->metric_capacity - 1)) || h->ring_capacity < 2 ||
 	    (h->ring_capacity & (h->ring_capacity - 1)) || h->live_intervals == 0 ||
-	    h->fold_lanes > TB_FOLD_LANES_MAX)
+	    h->fold_lanes > TB_FOLD_LANES_MAX || h->live_heap_bytes < TB_LIVE_HEAP_MIN ||
+	    h->live_heap_bytes > TB_LIVE_HEAP_MAX || h->live_heap_bytes % TB_CACHELINE)
 		return fail(why, "header: capacities out of range", -EINVAL);
 	/* recompute the layout from the capacities: offsets must be exactly ours */
 	tb_seg_config c = {h->slot_count, h->ring_capacity, h->metric_capacity, h->live_intervals,
-			   h->live_hist_bytes, (gid_t)-1, 0, h->fold_lanes};
+			   (gid_t)-1, 0, h->fold_lanes, h->live_heap_bytes};
 	tb_seg_header want;
 	if (tb_seg_layout(&c, &want) < 0 || want.slots_off != h->slots_off ||
 	    want.metrics_off != h->metrics_off || want.live_off != h->live_off ||
 	    want.live_stride != h->live_stride || want.rings_off != h->rings_off ||
 	    want.ring_stride != h->ring_stride || want.folds_off != h->folds_off ||
-	    want.fold_stride != h->fold_stride || want.total_size != h->total_size)
+	    want.fold_stride != h->fold_stride || want.live_heap_off != h->live_heap_off ||
+	    want.total_size != h->total_size)
 		return fail(why, "header: region offsets do not match the capacities", -EINVAL);
 	if (h->total_size > size)
 		return fail(why, "header: total size larger than the file", -EINVAL);

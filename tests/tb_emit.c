@@ -3,12 +3,15 @@
  *   tb_emit --bus B [--threads T] [--count N] [--rate R] [--metrics M]
  *           [--mode span|start|end] [--base-ns X] [--seed S] [--expect FILE]
  *           [--hold-ms H] [--no-detach] [--name THREADPREFIX] [--prefix METRICPREFIX]
+ *           [--octaves O]
  *   tb_emit --now        print the bus clock (to pass as --base-ns)
  *
  * Thread t records N events at R per second (0 = as fast as it can), over
  * metrics "<prefix>0".."<prefix>{M-1}" (prefix "m") in turn, as threads
  * named "<name>-<t>" (name "emit"). Event k's latency is a deterministic
- * function of (seed, t, k), so a test can recompute every value:
+ * function of (seed, t, k), so a test can recompute every value: 100 ns
+ * plus up to 2^(7+j) ns, j spread evenly over 0..O-1 (O octaves, 1 to 20,
+ * default 20: up to ~100 ms; 4: up to ~2 us):
  *   span : tb_span(done - latency, done) with done = tb_now()
  *   start: tb_start(seq, base + seq * 1000)          seq = t * N + k
  *   end  : tb_end(seq, base + seq * 1000 + latency)
@@ -39,6 +42,7 @@ struct opts {
 	const char *bus, *expect, *name, *prefix;
 	int threads, metrics, hold_ms;
 	uint64_t count, rate, seed, base_ns;
+	int octaves;
 	enum mode mode;
 	bool no_detach;
 };
@@ -51,14 +55,17 @@ struct worker {
 	const char *why;
 };
 
-/* splitmix64 of (seed, thread, k): latencies from 100 ns to ~100 ms, log-spread */
-static uint64_t latency_of(uint64_t seed, int t, uint64_t k)
+#define OCTAVES_MAX 20
+
+/* splitmix64 of (seed, thread, k): latencies from 100 ns to ~100 ms (with
+ * OCTAVES_MAX octaves), log-spread */
+static uint64_t latency_of(uint64_t seed, int octaves, int t, uint64_t k)
 {
 	uint64_t z = seed * 0x9e3779b97f4a7c15ULL + (uint64_t)t * 0xbf58476d1ce4e5b9ULL + k;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	z ^= z >> 31;
-	int shift = (int)(z % 20);
+	int shift = (int)(z % (uint64_t)octaves);
 	return 100 + ((z >> 8) & ((UINT64_C(1) << (shift + 7)) - 1));
 }
 
@@ -97,7 +104,7 @@ static void *run(void *arg)
 	for (uint64_t k = 0; k < o->count; k++) {
 		pace(o, k, t0, p);
 		tb_metric_t id = ids[k % (uint64_t)o->metrics];
-		uint64_t lat = latency_of(o->seed, w->index, k);
+		uint64_t lat = latency_of(o->seed, o->octaves, w->index, k);
 		uint64_t seq = (uint64_t)w->index * o->count + k;
 		uint64_t start = o->base_ns + seq * START_SPACING_NS;
 		if (o->mode == MODE_SPAN) {
@@ -129,7 +136,7 @@ static int write_expect(const struct opts *o)
 		tb_hist_init(&h, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST, TB_HIST_DEFAULT_SIG_DIGITS);
 		for (int t = 0; t < o->threads; t++) {
 			for (uint64_t k = (uint64_t)m; k < o->count; k += (uint64_t)o->metrics)
-				tb_hist_record(&h, (int64_t)latency_of(o->seed, t, k));
+				tb_hist_record(&h, (int64_t)latency_of(o->seed, o->octaves, t, k));
 		}
 		fprintf(f, "%s%d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
 			o->prefix, m, tb_hist_total(&h), tb_hist_value_at_percentile(&h, 50),
@@ -147,8 +154,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"bus", 1, 0, 'b'},  {"threads", 1, 0, 't'}, {"count", 1, 0, 'n'}, {"rate", 1, 0, 'r'},
 		{"metrics", 1, 0, 'm'}, {"mode", 1, 0, 'M'}, {"base-ns", 1, 0, 'B'}, {"seed", 1, 0, 's'},
 		{"expect", 1, 0, 'e'}, {"hold-ms", 1, 0, 'H'}, {"no-detach", 0, 0, 'D'},
-		{"now", 0, 0, 'N'}, {"name", 1, 0, 'a'}, {"prefix", 1, 0, 'p'}, {0, 0, 0, 0}};
-	*o = (struct opts){.bus = "default", .name = "emit", .prefix = "m", .threads = 1, .metrics = 1, .count = 1000, .seed = 1};
+		{"now", 0, 0, 'N'}, {"name", 1, 0, 'a'}, {"prefix", 1, 0, 'p'},
+		{"octaves", 1, 0, 'O'}, {0, 0, 0, 0}};
+	*o = (struct opts){.bus = "default", .name = "emit", .prefix = "m", .threads = 1, .metrics = 1, .count = 1000, .seed = 1,
+			   .octaves = OCTAVES_MAX};
 	int c;
 	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
 		switch (c) {
@@ -167,6 +176,11 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'D': o->no_detach = true; break;
 		case 'a': o->name = optarg; break;
 		case 'p': o->prefix = optarg; break;
+		case 'O':
+			o->octaves = atoi(optarg);
+			if (o->octaves < 1 || o->octaves > OCTAVES_MAX)
+				return -EINVAL;
+			break;
 		case 'N': {
 			tb_producer fake = {0};
 			printf("%" PRIu64 "\n", tb_now(&fake));

@@ -447,6 +447,44 @@ static void test_no_fold_lanes(void **state)
 	unsetenv("TAILBUS_DIR");
 }
 
+/* A segment of an older ABI (3.x, with its fixed 1 KiB live frames) is
+ * refused by tools, producers and collectors alike, with a sentence that
+ * says what to do; a heap too small for eight of the largest frames is no
+ * layout. */
+static void test_old_abi_refused(void **state)
+{
+	(void)state;
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/tmp/tb-test-producer.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	tb_seg_config cfg;
+	tb_seg_config_default(&cfg);
+	tb_seg_header h;
+	cfg.live_heap_bytes = TB_LIVE_HEAP_MIN - 1;
+	assert_int_equal(tb_seg_layout(&cfg, &h), -EINVAL);
+	cfg.live_heap_bytes = TB_LIVE_HEAP_MIN;
+	cfg.slot_count = 1;
+	cfg.ring_capacity = RING_EVENTS;
+	tb_seg seg;
+	const char *why = NULL;
+	assert_int_equal(tb_seg_open(&seg, dir, BUS, &cfg, TB_SEG_CREATE, &why), 0);
+	assert_int_equal(seg.layout.abi_major, 4);
+	((tb_seg_header *)seg.base)->abi_major = 3;
+	tb_seg_close(&seg);
+	why = NULL;
+	assert_int_equal(tb_seg_open(&seg, dir, BUS, NULL, TB_SEG_READONLY, &why), -EPROTO);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "another ABI major version"));
+	assert_non_null(strstr(why, "tailbusd --fresh"));
+	setenv("TAILBUS_DIR", dir, 1);
+	tb_producer *p = tb_attach(BUS, "old-abi");
+	assert_int_equal(tb_producer_error(p, &why), -EPROTO);
+	tb_detach(p);
+	unsetenv("TAILBUS_DIR");
+	tb_seg_unlink(dir, BUS);
+	rmdir(dir);
+}
+
 /* No bus: recording is a counted no-op and says why. */
 static void test_noop_handle(void **state)
 {
@@ -551,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_fold_index_is_hdr_2_digits),
 		cmocka_unit_test_setup_teardown(test_fold_lanes, setup, teardown),
 		cmocka_unit_test(test_no_fold_lanes),
+		cmocka_unit_test(test_old_abi_refused),
 		cmocka_unit_test_setup_teardown(test_ring_header_has_ck_ring_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_collector_state, setup, teardown),
 	};

@@ -2,17 +2,19 @@
 # top_cli.sh - `tailbus top` as an operator runs it, against a real collector:
 #   --once --json figures equal what the emitter sent (window 60 and 1),
 #   the text table (units, marks, legend), sufficiency marks on a small count,
-#   '~' upper bounds when a histogram does not fit the live area, ring drops,
+#   a window of a metric at millions of events a second equal to replay of
+#   the collector's log (whole histograms in the live area), a window the
+#   live heap cut short (said on the row), ring drops,
 #   a stale heartbeat, a segment replaced by `tailbusd --fresh`, --log on the
 #   collector's own log and on a growing file with a torn last line, a real terminal (tmux: in-place redraw, the cursor
 #   and the prompt back after Ctrl-C and 'q'), and the error sentences.
 #
-# Needs: TAILBUS, TAILBUSD, TB_EMIT. tmux for the terminal checks: skipped
+# Needs: TAILBUS, TAILBUSD, TB_EMIT, TB_HEAP_FILL. tmux for the terminal checks: skipped
 # with a message when absent, unless TAILBUS_REQUIRE_TMUX=1.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-: "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}"
+: "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}" "${TB_HEAP_FILL:?}"
 use_tmp
 TMUX_SOCK="$tmp/tmux.sock"
 # before lib.sh's cleanup kills what is left: TERM first (timeout passes it on
@@ -77,14 +79,12 @@ print(next((m["count"] for m in d["metrics"] if m["metric"] == sys.argv[1]), 0))
 	return 1
 }
 
-# compare_json TOPJSON EXPECTFILE MODE: each metric's window in top's JSON
-# against tb_emit's --expect figures. MODE exact: every figure equal and no
-# '~'; bound: count and max equal, percentiles at least the true ones.
+# compare_json TOPJSON EXPECTFILE: each metric's window in top's JSON
+# against tb_emit's --expect figures, every figure equal.
 compare_json() {
 	python3 - "$@" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
-mode = sys.argv[3]
 got = {m["metric"]: m for m in doc["metrics"]}
 keys = ["count", "p50", "p90", "p99", "p99_9", "p99_99", "max"]
 ok = True
@@ -94,12 +94,8 @@ for line in open(sys.argv[2]):
     m = got.get(f[0])
     if m is None:
         print("  %s missing from top" % f[0]); ok = False; continue
-    if mode == "exact" and m["approximate"]:
-        print("  %s: a histogram did not fit the live area; use fewer samples per interval" % f[0])
-        ok = False
     for k, v in want.items():
-        exact = mode == "exact" or k in ("count", "max")
-        if (exact and m[k] != v) or (not exact and m[k] < v):
+        if m[k] != v:
             print("  %s %s: top %s, sent %s" % (f[0], k, m[k], v)); ok = False
 sys.exit(0 if ok else 1)
 EOF
@@ -119,13 +115,13 @@ BUS=live
 start_collector $BUS || exit 1
 live_pid=$cpid
 # 1000 events/s over m0..m2 for 3 s: about 333 samples per metric and
-# interval, whose histograms fit the live area's 1 KiB frames
+# interval
 emit $BUS --threads 1 --count 3000 --metrics 3 --rate 1000 --seed 5 --expect "$tmp/expect" >"$tmp/emit.out"
 wait_published $BUS m2 1000 || exit 1
 
 window_60() {
 	run_top $BUS --once --json --window 60 >"$tmp/w60.json" || return 1
-	compare_json "$tmp/w60.json" "$tmp/expect" exact || return 1
+	compare_json "$tmp/w60.json" "$tmp/expect" || return 1
 	# 1000 samples: p99 and beyond have fewer than 100 expected above them
 	expect_eq "m0 insufficient" "$(metric_field "$tmp/w60.json" m0 insufficient)" "p99,p99_9,p99_99"
 	expect_eq "window_s" "$(json_get "$tmp/w60.json" window_s)" 60
@@ -196,18 +192,56 @@ small_count() {
 }
 check "50 samples: every percentile is marked insufficient" small_count
 
-approximate() {
-	# 20000 log-spread samples in one go: far more than a 1 KiB frame holds
-	emit $BUS --count 20000 --prefix big --seed 9 --expect "$tmp/bexpect" >/dev/null
-	wait_published $BUS big0 20000 || return 1
-	run_top $BUS --once --json --window 60 >"$tmp/big.json" || return 1
-	expect_eq "big0 approximate" "$(metric_field "$tmp/big.json" big0 approximate)" true || return 1
-	compare_json "$tmp/big.json" "$tmp/bexpect" bound || return 1
-	run_top $BUS --once --window 60 >"$tmp/big.txt" || return 1
-	grep -qE '^big0 .*[0-9] (ns|us|ms|s)\*?~' "$tmp/big.txt" || { echo "  no '~' on big0"; return 1; }
-	grep -q '^~ upper bound' "$tmp/big.txt" || { echo "  no '~' legend"; return 1; }
+# tb_emit as fast as it can: millions of events a second of one metric,
+# latencies log-spread over 100 ns .. 100 ms (thousands of distinct buckets
+# per interval, frames of tens of KiB), a full ring folding the rest; then,
+# in later intervals, as many over 100 ns .. 2 us, so that the window's
+# percentiles are those of the mixture, not of any one interval
+busy_exact() {
+	emit $BUS --threads 1 --count 6000000 --rate 0 --metrics 1 --prefix busy --seed 9 >/dev/null
+	wait_published $BUS busy0 6000000 || return 1
+	emit $BUS --threads 1 --count 6000000 --rate 0 --metrics 1 --prefix busy --seed 10 --octaves 4 >/dev/null
+	wait_published $BUS busy0 12000000 || return 1
+	run_top $BUS --once --json --window 60 >"$tmp/busy.json" || return 1
+	"$TAILBUS" replay "$tmp/$BUS"/log/*.hlog --tag busy0 --format json >"$tmp/busy_replay.json" || return 1
+	python3 - "$tmp/busy.json" "$tmp/busy_replay.json" <<'EOF2'
+import json, sys
+top = next(m for m in json.load(open(sys.argv[1]))["metrics"] if m["metric"] == "busy0")
+rep = json.load(open(sys.argv[2]))["tags"][0]
+ok = True
+if top["count"] < 1000000 * top["intervals"]:
+    print("  busy0: %d events in %d intervals, not millions a second" % (top["count"], top["intervals"]))
+    ok = False
+pairs = [("intervals", "intervals"), ("count", "total")] + \
+        [(k, k) for k in ("p50", "p90", "p99", "p99_9", "p99_99", "max")]
+for t, r in pairs:
+    if top[t] != rep[r]:
+        print("  busy0 %s: top %s, replay of the log %s" % (t, top[t], rep[r])); ok = False
+sys.exit(0 if ok else 1)
+EOF2
+	run_top $BUS --once --window 60 >"$tmp/busy.txt" || return 1
+	if grep -q '~' "$tmp/busy.txt"; then echo "  a '~' in top's table:"; cat "$tmp/busy.txt"; return 1; fi
 }
-check "histogram too big for the live area: exact count and max, percentiles marked '~' (upper bounds)" approximate
+check "millions of events a second, 100 ns .. 100 ms then .. 2 us: top's window equals replay of the log, bit for bit" busy_exact
+
+# a bus whose smallest live heap let go intervals of a wide metric
+# (tb_heap_fill: 1 ms intervals, 1024 records): a 1 s window says so and
+# holds the intervals kept, a window within them does not
+heap_let_go() {
+	local d=$tmp/heapfill published kept
+	mkdir -p "$d"
+	read -r published kept < <("$TB_HEAP_FILL" --bus heapfill --dir "$d") || return 1
+	[[ $kept -gt 0 && $kept -lt $published ]] || { echo "  kept $kept of $published"; return 1; }
+	"$TAILBUS" top --bus heapfill --dir "$d" --once --json --window 1s >"$tmp/hf.json" || return 1
+	expect_eq "heap_let_go" "$(metric_field "$tmp/hf.json" wide0 heap_let_go)" true || return 1
+	expect_eq "intervals" "$(metric_field "$tmp/hf.json" wide0 intervals)" "$kept" || return 1
+	"$TAILBUS" top --bus heapfill --dir "$d" --once --window 1s >"$tmp/hf.txt" || return 1
+	grep -qE "^wide0 .*\(window: the newest $kept intervals; the live heap let the older go\)" "$tmp/hf.txt" ||
+		{ echo "  no let-go note:"; cat "$tmp/hf.txt"; return 1; }
+	"$TAILBUS" top --bus heapfill --dir "$d" --once --json --window 100ms >"$tmp/hf100.json" || return 1
+	expect_eq "heap_let_go of 100ms" "$(metric_field "$tmp/hf100.json" wide0 heap_let_go)" false
+}
+check "a window the live heap cut short: the intervals kept, and a note that says why" heap_let_go
 
 log_same() { # quiet|say
 	run_top $BUS --once --json --window 60 >"$tmp/busall.json" || return 1
@@ -223,7 +257,7 @@ for name, m in bus.items():
     if g is None or g["count"] != m["count"] or g["max"] != m["max"] or g["drops"] is not None:
         if sys.argv[3] == "say": print("  %s: log %s, bus %s" % (name, g and (g["count"], g["max"]), (m["count"], m["max"])))
         ok = False
-    elif not m["approximate"] and g["p99"] != m["p99"]:
+    elif g["p99"] != m["p99"]:
         if sys.argv[3] == "say": print("  %s p99: log %s, bus %s" % (name, g["p99"], m["p99"]))
         ok = False
 sys.exit(0 if ok else 1)

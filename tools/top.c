@@ -23,11 +23,11 @@
  *    read one by one, each under the metric's sequence counter, and their
  *    start times must fall strictly; a publish in between shifts the ages and
  *    makes the metric's window be read again.
- *  - Count and max are exact even when an interval's histogram did not fit in
- *    the live area (its summary has them). The window's percentiles are then
- *    the largest of the merged histogram's percentile and the summary-only
- *    intervals' own ones: an upper bound, since a mixture's quantile is never
- *    above the largest of its parts' quantiles. They are marked '~'.
+ *  - Every figure is exact: each interval in the live area carries its whole
+ *    histogram (ABI 4), the same bytes as its log line, so a window equals
+ *    `tailbus replay` of the same intervals of the log. When the live heap
+ *    has let go intervals the window asks for (the metric's let_go_start_ns
+ *    falls in it), the window is the intervals kept, and top says so.
  *  - A percentile is marked '*' when fewer than TB_MIN_SAMPLES_BEYOND samples
  *    are expected beyond it in the window (tailbus/summary.h).
  *  - --log takes complete lines only: a torn last line (a writer mid-append)
@@ -127,11 +127,11 @@ struct row {
 	int64_t count, max;
 	int64_t pct[TB_SUMMARY_PERCENTILES];
 	bool insufficient[TB_SUMMARY_PERCENTILES];
-	bool approximate; /* some interval had only its summary */
 	bool has_drops;   /* false from a log: drops are in its sidecar */
 	uint64_t drops;
 	uint64_t folded;  /* of count: from fold lanes, at 2 digits (with has_drops) */
 	uint32_t gap_us;  /* the collector's longest gap between passes (with has_drops) */
+	bool let_go;      /* the live heap let go intervals the window asks for (with has_drops) */
 	double span_s, rate, age_s, interval_s;
 	const char *error; /* the window could not be read */
 };
@@ -206,14 +206,12 @@ static int window_check(const struct options *o, const struct snap *sn)
 	return 0;
 }
 
-/* ---- a window: merged histograms, plus summaries where one is missing ---- */
+/* ---- a window: the intervals' histograms, merged ---- */
 
 struct window_acc {
 	tb_hist merged;
 	bool have_hist;
-	bool approximate;
 	int64_t count, max;
-	int64_t bound[TB_SUMMARY_PERCENTILES]; /* largest percentiles of summary-only intervals */
 	uint64_t drops, folded;
 	uint32_t gap_us; /* the longest of the intervals' longest_gap_us */
 	int64_t oldest_start_ns, newest_end_ns, newest_length_ns;
@@ -262,30 +260,13 @@ static int acc_hist(struct window_acc *a, const tb_hist *h)
 	return 0;
 }
 
-static void acc_summary(struct window_acc *a, const tb_live_interval *iv)
-{
-	const int64_t pct[TB_SUMMARY_PERCENTILES] = {iv->p50, iv->p90, iv->p99, iv->p999, iv->p9999};
-	if (iv->count <= 0)
-		return;
-	a->count += iv->count;
-	if (iv->max > a->max)
-		a->max = iv->max;
-	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
-		if (pct[p] > a->bound[p])
-			a->bound[p] = pct[p];
-	}
-	a->approximate = true;
-}
-
 static void acc_finish(const struct window_acc *a, struct row *r, int64_t now_ns)
 {
 	r->intervals = a->intervals;
 	r->count = a->count;
 	r->max = a->max;
-	r->approximate = a->approximate;
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
-		int64_t v = a->have_hist ? tb_hist_value_at_percentile(&a->merged, tb_summary_levels[p]) : 0;
-		r->pct[p] = a->approximate && a->bound[p] > v ? a->bound[p] : v;
+		r->pct[p] = a->have_hist ? tb_hist_value_at_percentile(&a->merged, tb_summary_levels[p]) : 0;
 		r->insufficient[p] = !tb_percentile_sufficient(a->count, tb_summary_levels[p]);
 	}
 	if (a->intervals == 0)
@@ -385,9 +366,7 @@ static int read_window_once(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *s
 		a->folded += iv.folded;
 		if (iv.longest_gap_us > a->gap_us)
 			a->gap_us = iv.longest_gap_us;
-		if (rc == 1)
-			acc_summary(a, &iv);
-		else if ((rc = acc_hist(a, scratch)) < 0)
+		if ((rc = acc_hist(a, scratch)) < 0)
 			return rc;
 	}
 	return 0;
@@ -417,6 +396,19 @@ static void metric_name(const tb_metric_entry *e, uint32_t id, char *out, size_t
 		snprintf(out, cap, "metric-%u", id);
 }
 
+/* Did the live heap let go intervals a window of n asks for? Those are the
+ * ones from n - 1 intervals before the newest read; the heap lets a
+ * metric's oldest go first, so the newest it let go tells. */
+static bool window_let_go(const tb_seg *s, uint32_t id, uint32_t n, const struct window_acc *a)
+{
+	tb_live_snapshot snap;
+	if (a->intervals == 0 || a->intervals >= n || tb_live_read_newest(s, id, &snap) < 0 ||
+	    !snap.let_go_start_ns)
+		return false;
+	int64_t newest_start = a->newest_end_ns - a->newest_length_ns;
+	return snap.let_go_start_ns >= newest_start - (int64_t)(n - 1) * a->newest_length_ns;
+}
+
 static int bus_rows(struct bus_source *b, uint32_t n, struct snap *sn)
 {
 	tb_hist scratch;
@@ -439,10 +431,14 @@ static int bus_rows(struct bus_source *b, uint32_t n, struct snap *sn)
 			rc = read;
 		else if (read == -EAGAIN)
 			r->error = "no stable copy: the collector seems stuck mid-write";
+		else if (read == -EBADMSG)
+			r->error = "an interval's histogram in the live area is corrupt";
 		else if (read < 0)
 			r->error = "unreadable live area";
-		else
+		else {
 			acc_finish(&a, r, sn->now_ns);
+			r->let_go = window_let_go(&b->seg, id, n, &a);
+		}
 		r->has_drops = true;
 		r->drops = a.drops;
 		r->folded = a.folded;
@@ -1019,12 +1015,13 @@ static int name_width(const struct snap *sn)
 	return (int)(w > NAME_WIDTH_MAX ? NAME_WIDTH_MAX : w);
 }
 
-/* A value cell: the value right-aligned, then its marks. */
-static void print_cell(FILE *out, int64_t ns, bool insufficient, bool approximate)
+/* A value cell: the value right-aligned, then its mark and a space, so that
+ * the cells line up under the headers. */
+static void print_cell(FILE *out, int64_t ns, bool insufficient)
 {
 	char v[32];
 	fmt_ns(v, sizeof(v), ns);
-	fprintf(out, " %7s%c%c", v, insufficient ? '*' : ' ', approximate ? '~' : ' ');
+	fprintf(out, " %7s%c ", v, insufficient ? '*' : ' ');
 }
 
 /* How old the newest data is, in the unit a person would use: seconds up to
@@ -1060,8 +1057,8 @@ static void print_row(FILE *out, const struct row *r, int nw)
 	fmt_rate(rate, sizeof(rate), r->rate);
 	fprintf(out, " %6s %10" PRId64, rate, r->count);
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
-		print_cell(out, r->pct[p], r->insufficient[p], r->approximate);
-	print_cell(out, r->max, false, false);
+		print_cell(out, r->pct[p], r->insufficient[p]);
+	print_cell(out, r->max, false);
 	if (r->has_drops)
 		fprintf(out, " %7" PRIu64, r->drops);
 	else
@@ -1071,16 +1068,16 @@ static void print_row(FILE *out, const struct row *r, int nw)
 		fmt_age(age, sizeof(age), r->age_s);
 		fprintf(out, "   (newest data %s old)", age);
 	}
+	if (r->let_go)
+		fprintf(out, "   (window: the newest %u intervals; the live heap let the older go)",
+			r->intervals);
 	fputc('\n', out);
 }
 
-static void print_legend(FILE *out, const struct snap *sn, bool approximate)
+static void print_legend(FILE *out, const struct snap *sn)
 {
 	fprintf(out, "\n* fewer than %d samples expected beyond this percentile in the window: "
 		     "too few to trust\n", TB_MIN_SAMPLES_BEYOND);
-	if (approximate)
-		fprintf(out, "~ upper bound: some intervals' histograms did not fit the live area "
-			     "(count and max are exact)\n");
 	if (sn->from_log)
 		fprintf(out, "drops: not in an interval log (its .health.csv sidecar has them)\n");
 	else
@@ -1110,19 +1107,16 @@ static void print_legend(FILE *out, const struct snap *sn, bool approximate)
 static void print_text(FILE *out, const struct snap *sn)
 {
 	int nw = name_width(sn);
-	bool approximate = false;
 	print_header(out, sn);
 	fprintf(out, "\n%-*s %6s %10s", nw, "metric", "rate/s", "count");
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
 		fprintf(out, " %7s  ", tb_summary_labels[p]);
 	fprintf(out, " %7s   %7s\n", "max", "drops");
-	for (size_t i = 0; i < sn->nrows; i++) {
+	for (size_t i = 0; i < sn->nrows; i++)
 		print_row(out, &sn->rows[i], nw);
-		approximate |= sn->rows[i].approximate && sn->rows[i].count;
-	}
 	if (sn->nrows == 0)
 		fprintf(out, "(no metric registered yet)\n");
-	print_legend(out, sn, approximate);
+	print_legend(out, sn);
 }
 
 /* JSON vocabulary (docs/json.md): a row is a bus's "metric" or a log's "tag". */
@@ -1143,16 +1137,17 @@ static void json_row(FILE *out, const struct row *r, bool from_log)
 	else
 		fprintf(out, ",\"max\":null");
 	if (r->has_drops && !r->error)
-		fprintf(out, ",\"drops\":%" PRIu64 ",\"folded\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32,
-			r->drops, r->folded, r->gap_us);
+		fprintf(out, ",\"drops\":%" PRIu64 ",\"folded\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32
+			     ",\"heap_let_go\":%s",
+			r->drops, r->folded, r->gap_us, r->let_go ? "true" : "false");
 	else
-		fprintf(out, ",\"drops\":null,\"folded\":null,\"collector_gap_us\":null");
+		fprintf(out, ",\"drops\":null,\"folded\":null,\"collector_gap_us\":null,\"heap_let_go\":null");
 	fprintf(out, ",\"insufficient\":[");
 	for (int p = 0, n = 0; p < TB_SUMMARY_PERCENTILES; p++) {
 		if (r->insufficient[p])
 			fprintf(out, "%s\"%s\"", n++ ? "," : "", tb_summary_keys[p]);
 	}
-	fprintf(out, "],\"approximate\":%s", r->approximate ? "true" : "false");
+	fputc(']', out);
 	if (r->intervals)
 		fprintf(out, ",\"age_s\":%.3f", r->age_s);
 	if (r->error) {

@@ -6,6 +6,11 @@
  * reads are the same even value. A collector that died mid-write leaves the
  * counter odd forever, so readers give up after a bounded number of tries
  * (and say so) instead of spinning. No system call is made.
+ *
+ * Every interval in the live area carries its whole histogram (ABI 4: in
+ * the live heap, seg_abi.h): an interval whose frame the heap had to let go
+ * leaves the live area with it, so a metric may hold fewer than
+ * live_intervals intervals when its frames are large.
  */
 #ifndef TAILBUS_LIVE_H
 #define TAILBUS_LIVE_H
@@ -24,6 +29,10 @@ extern "C" {
 typedef struct tb_live_snapshot {
 	uint32_t count;          /* intervals available (<= live_intervals) */
 	tb_live_interval newest; /* the most recent one */
+	/* the start of the newest interval that left the live area because the
+	 * heap needed its frame's bytes (0: none): a window reaching back to it
+	 * is shorter than asked */
+	int64_t let_go_start_ns;
 } tb_live_snapshot;
 
 /* The newest published interval of metric `id`. Returns 0, -ENOENT when
@@ -32,9 +41,11 @@ typedef struct tb_live_snapshot {
 int tb_live_read_newest(const tb_seg *s, uint32_t id, tb_live_snapshot *out);
 
 /* Interval `age` (0 = newest) of metric `id`, with its histogram decoded into
- * `h` (zeroed or from an earlier call; free with tb_hist_free) when the
- * collector could include it. Returns 0 (h->total == summary count), 1 when
- * only the summary is available, or the errors above (-ERANGE: age too old). */
+ * `h` (zeroed or from an earlier call; free with tb_hist_free). Returns 0
+ * (h's total equals the summary's count), 1 when `h` is NULL (the summary
+ * only), the errors above (-ERANGE: age too old, or its frame already let go),
+ * -EBADMSG when the frame does not decode to the summary's count (a scribbled
+ * live area), or -ENOMEM. */
 int tb_live_read(const tb_seg *s, uint32_t id, uint32_t age, tb_live_interval *summary, tb_hist *h);
 
 #ifdef __cplusplus

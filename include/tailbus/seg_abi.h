@@ -14,7 +14,9 @@
  * - metric table: open-addressed by name hash; the index is the 14-bit
  *   metric id carried in every event.
  * - live area: per metric, the last `live_intervals` published intervals
- *   under a sequence counter (a seqlock with bounded reader retries).
+ *   under a sequence counter (a seqlock with bounded reader retries), then
+ *   the live heap that holds every one of those intervals' histograms
+ *   (ABI 4, tb_live_heap below).
  * - rings: single-producer rings of 16-byte events, one per slot, each
  *   after a ring header (tb_ring_header) that holds their indices.
  * - fold lanes (ABI 3): per slot, `fold_lanes` small histograms into which
@@ -70,8 +72,8 @@
 #endif
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
-#define TB_ABI_MAJOR 3u                            /* layout changes: readers refuse */
-#define TB_ABI_MINOR 1u                            /* additions: readers tolerate */
+#define TB_ABI_MAJOR 4u                            /* layout changes: readers refuse */
+#define TB_ABI_MINOR 0u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
 
@@ -165,9 +167,9 @@ typedef struct tb_metric_entry {
 } tb_metric_entry;
 TB_STATIC_ASSERT(sizeof(tb_metric_entry) == TB_CACHELINE, "metric entry is one cache line");
 
-/* Summary of one published interval, followed in the live area by up to
- * live_hist_bytes of its histogram as a compressed V2 frame (the bytes of its
- * log line's payload, before base64). */
+/* Summary of one published interval and where its histogram is: a
+ * compressed V2 frame (the bytes of its log line's payload, before base64)
+ * of `hist_len` bytes at position `frame_pos` of the live heap. */
 typedef struct tb_live_interval {
 	int64_t start_ns; /* wall clock, ns since the epoch */
 	int64_t length_ns;
@@ -176,7 +178,7 @@ typedef struct tb_live_interval {
 	int64_t p50, p90, p99, p999, p9999;
 	uint64_t dropped;   /* ring drops on the whole bus during the interval (and, when the
 			     * close before published no metric, that close's) */
-	uint32_t hist_len;  /* 0: the histogram did not fit, summary only */
+	uint32_t hist_len;  /* bytes of the frame, 1..TB_LIVE_FRAME_MAX */
 	/* ABI 2.1: the longest the collector went between two passes over the
 	 * rings up to this interval's close, since the close before (or the one
 	 * before that, if it wrote no ring rows), microseconds, saturated; 0
@@ -185,15 +187,61 @@ typedef struct tb_live_interval {
 	/* ABI 3: of `count`, the events that came from fold lanes (counted at
 	 * 2 significant digits because their ring was full) */
 	uint64_t folded;
+	/* ABI 4: the frame's first byte, as a heap position (tb_live_heap) */
+	uint64_t frame_pos;
 } tb_live_interval;
+TB_STATIC_ASSERT(sizeof(tb_live_interval) == 112, "live interval record size");
 
 typedef struct tb_live_metric {
 	alignas(TB_CACHELINE) uint64_t seq; /* odd while the collector writes */
 	uint32_t newest;                    /* index of the newest interval */
-	uint32_t count;                     /* intervals published, capped at live_intervals */
-	uint8_t reserved[48];
-	/* then live_intervals x (tb_live_interval + live_hist_bytes) */
+	uint32_t count;                     /* intervals published, capped at live_intervals,
+					     * less those whose frames the heap let go */
+	/* ABI 4: the start of the newest interval that left because the heap
+	 * needed its frame's bytes (0: none) */
+	int64_t let_go_start_ns;
+	uint8_t reserved[40];
+	/* then live_intervals x tb_live_interval */
 } tb_live_metric;
+
+/* The live heap (ABI 4): one byte ring, `live_heap_bytes` long, that holds
+ * the frames of every metric's published intervals, newest last. A position
+ * counts every byte ever written to it, so it only grows; byte p lives at
+ * p mod live_heap_bytes, and a frame may wrap round the end. `head` is the
+ * position where the next frame starts. The collector, the only writer,
+ * makes room for a frame of L bytes at head h like this:
+ *
+ *   1. every interval whose frame begins before h + L - live_heap_bytes (it
+ *      would be overwritten) leaves its metric's live area: `count` goes
+ *      down under the metric's sequence counter. Each metric's frames are in
+ *      the heap oldest first, so these are always a metric's oldest;
+ *   2. head = h + L (release: after those counts), then a release fence;
+ *   3. the frame's bytes; then the interval is published as before.
+ *
+ * So a reader copies a frame at position p of L bytes, then (acquire fence)
+ * loads head: the copy is whole if head - p <= live_heap_bytes. If it is
+ * not, step 1 has changed the metric's sequence counter, and the reader
+ * tries again. An interval in a metric's live area always has its frame:
+ * there is no summary-only interval. How many intervals the heap holds
+ * depends on the frames' sizes; TB_LIVE_FRAME_MAX bounds one. */
+typedef struct tb_live_heap {
+	alignas(TB_CACHELINE) uint64_t head; /* the collector's */
+	uint8_t reserved[56];
+	/* then live_heap_bytes bytes */
+} tb_live_heap;
+TB_STATIC_ASSERT(sizeof(tb_live_heap) == TB_CACHELINE, "heap header is one line");
+
+/* The largest frame of the collector's histograms (1 ns to an hour at 3
+ * digits: 33,792 counts): the V2 inner buffer's bound, a 40-byte header
+ * and 9 bytes (LEB128-64b9B's longest word) a count, 304,168 bytes, grown
+ * by zlib's compressBound (+105) and the frame's 8-byte header: 304,281,
+ * rounded up to 300 KiB. The collector checks it against tb_v2_frame_bound
+ * when it starts. */
+#define TB_LIVE_FRAME_MAX (300u * 1024u)
+/* The smallest heap: room for 8 of the largest frames, so that the
+ * collector, which frees an eighth of the heap at a time, always has room. */
+#define TB_LIVE_HEAP_MIN (8u * (uint64_t)TB_LIVE_FRAME_MAX)
+#define TB_LIVE_HEAP_MAX (UINT64_C(1) << 32)
 
 enum tb_clock_kind { TB_CLOCK_MONOTONIC = 0, TB_CLOCK_TSC = 1 };
 
@@ -207,7 +255,7 @@ typedef struct tb_seg_header {
 	uint32_t ring_capacity; /* events per ring, a power of two */
 	uint32_t metric_capacity; /* a power of two, <= TB_MAX_METRICS */
 	uint32_t live_intervals;
-	uint32_t live_hist_bytes;
+	uint32_t reserved_live; /* 0 (ABI 3's live_hist_bytes) */
 	uint32_t clock_kind; /* enum tb_clock_kind */
 	uint64_t slots_off;
 	uint64_t metrics_off;
@@ -220,13 +268,15 @@ typedef struct tb_seg_header {
 	int64_t created_realtime_ns;
 	uint64_t folds_off;   /* slot i's lanes at folds_off + i * fold_stride */
 	uint64_t fold_stride;
+	uint64_t live_heap_off;   /* ABI 4: the tb_live_heap, its bytes right after it */
+	uint64_t live_heap_bytes; /* TB_LIVE_HEAP_MIN..TB_LIVE_HEAP_MAX, a multiple of 64 */
 	/* collector: written by tailbusd only */
 	alignas(TB_CACHELINE) int64_t collector_heartbeat_ns; /* CLOCK_MONOTONIC */
 	int32_t collector_pid;
 	uint32_t collector_generation; /* +1 on every collector start */
 	int64_t collector_interval_ns;
 	uint64_t intervals_published;
-	/* the collector's drain threads over the last closed interval (minor 1):
+	/* the collector's drain threads over the last closed interval:
 	 * their number, the worst one's longest pass and the longest part of a
 	 * gap between its passes it caused itself (not the host taking its
 	 * CPU), in us; and the closes that began an interval or more late */

@@ -34,7 +34,11 @@ extern "C" {
 #define TB_SEG_DEFAULT_RING_EVENTS 65536 /* 1 MiB of events per thread */
 #define TB_SEG_DEFAULT_METRICS 256
 #define TB_SEG_DEFAULT_LIVE_INTERVALS 64 /* more than a minute of 1 s intervals */
-#define TB_SEG_DEFAULT_LIVE_HIST_BYTES 1024
+/* The live heap (seg_abi.h): 32 MiB, of which 28 MiB is sure to be in use,
+ * keeps the 64 intervals of 22 metrics whose frames are 20 KiB (a 3-digit
+ * histogram of millions of events spread over 100 ns to 100 ms), or of 256
+ * metrics whose frames are under 1.75 KiB (docs/design.md, The live area). */
+#define TB_SEG_DEFAULT_LIVE_HEAP_BYTES (UINT64_C(32) << 20)
 #define TB_SEG_DEFAULT_WAIT_MS 2000
 #define TB_SEG_FALLBACK_DIR "/dev/shm"
 #define TB_SEG_SUFFIX ".tailbus"
@@ -47,10 +51,11 @@ typedef struct tb_seg_config {
 	uint32_t ring_capacity; /* events; rounded up to a power of two */
 	uint32_t metric_capacity;
 	uint32_t live_intervals;
-	uint32_t live_hist_bytes;
 	gid_t group;     /* (gid_t)-1: private 0600; else 0660 with this group */
 	int wait_ms;     /* how long an attacher waits for the creator */
 	uint32_t fold_lanes; /* per slot, <= TB_FOLD_LANES_MAX (seg_abi.h); 0: none */
+	/* TB_LIVE_HEAP_MIN..TB_LIVE_HEAP_MAX (seg_abi.h); rounded up to 64 */
+	uint64_t live_heap_bytes;
 } tb_seg_config;
 
 enum tb_seg_flags {
@@ -145,9 +150,16 @@ static inline tb_live_metric *tb_seg_live(const tb_seg *s, uint32_t id)
 }
 static inline tb_live_interval *tb_seg_live_interval(const tb_seg *s, uint32_t id, uint32_t k)
 {
-	uint8_t *first = (uint8_t *)tb_seg_live(s, id) + sizeof(tb_live_metric);
-	return (tb_live_interval *)(first + (uint64_t)k * (sizeof(tb_live_interval) +
-							   s->layout.live_hist_bytes));
+	return (tb_live_interval *)((uint8_t *)tb_seg_live(s, id) + sizeof(tb_live_metric)) + k;
+}
+static inline tb_live_heap *tb_seg_live_heap(const tb_seg *s)
+{
+	return (tb_live_heap *)(s->base + s->layout.live_heap_off);
+}
+/* The heap's live_heap_bytes bytes, after its header. */
+static inline uint8_t *tb_seg_live_heap_bytes(const tb_seg *s)
+{
+	return (uint8_t *)(tb_seg_live_heap(s) + 1);
 }
 
 /* Metric registry: find or add `name` (1..47 bytes of [A-Za-z0-9_.:-]).
