@@ -86,7 +86,8 @@ static int alloc_state(tb_collector *c)
 	c->slots = calloc(slots, sizeof(*c->slots));
 	c->metric_ready = calloc(TB_MAX_METRICS, 1); /* indexed by any event's metric id */
 	c->drainers = calloc(c->cfg.drain_threads, sizeof(*c->drainers));
-	if (!c->slots || !c->metric_ready || !c->drainers)
+	c->metric_copy = calloc(c->seg.layout.metric_capacity, sizeof(tb_metric_entry));
+	if (!c->slots || !c->metric_ready || !c->drainers || !c->metric_copy)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
 		tb_slot_follow *f = &c->slots[i];
@@ -132,6 +133,8 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->lock_fd = -1;
+	c->seg_cut_at = UINT64_MAX;
+	c->seg_watch = -1;
 	pthread_mutex_init(&c->join_lock, NULL);
 	pthread_mutex_init(&c->slot_lock, NULL);
 	pthread_mutex_init(&c->series_lock, NULL);
@@ -147,6 +150,8 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 		return rc;
 	if ((rc = take_lock(c, why)) < 0)
 		return rc;
+	/* best effort: without inotify a cut is still found by its size */
+	(void)tb_segguard_watch(c);
 	if ((rc = alloc_state(c)) == -E2BIG)
 		return fail(why, "max_series: more series than the drain's fast path can address", -EINVAL);
 	if (rc < 0)
@@ -340,6 +345,7 @@ static void report_io_error(tb_collector *c, int rc)
  * interval up to now closed, then the partial one with its true length. */
 static int finish(tb_collector *c)
 {
+	tb_segguard_check(c);
 	int64_t mono = clock_ns(CLOCK_MONOTONIC);
 	tb_collector_housekeep(c, mono); /* pick up rings detached just now */
 	tb_collector_drain_all(c);
@@ -394,6 +400,7 @@ static void stop_drainers(tb_collector *c)
  * or more after its end), series memory kept ahead, housekeeping. */
 static void tick(tb_collector *c, int64_t mono)
 {
+	tb_segguard_check(c);
 	while (tb_closer_due(c)) {
 		int64_t late = mono + c->clock_offset_ns - (c->closer.start_ns + c->cfg.interval_ns);
 		if (late >= c->cfg.interval_ns) {
@@ -456,6 +463,7 @@ void tb_collector_close(tb_collector *c)
 		tb_drainer_free(&c->drainers[k]);
 	free(c->drainers);
 	free(c->metric_ready);
+	free(c->metric_copy);
 	free(c->fold_value);
 	tb_series_pool_free(c);
 	tb_closer_free(c);
@@ -466,6 +474,8 @@ void tb_collector_close(tb_collector *c)
 		h->collector_pid = 0;
 	}
 	tb_seg_close(&c->seg);
+	if (c->seg_watch >= 0)
+		close(c->seg_watch);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
 }

@@ -297,8 +297,13 @@ int main(int argc, char **argv)
 		tb_collector_close(&c);
 		return 1;
 	}
+	/* a segment truncated under us is repaired and reported, not a crash */
+	if ((rc = tb_segguard_install(&c)) < 0)
+		fprintf(stderr, "tailbusd: cannot guard the segment against truncation (%s); going on\n",
+			strerror(-rc));
 	/* pin after opening: the writer's threads stay off the drain loop's core */
 	if (tune_process(&o) < 0) {
+		tb_segguard_uninstall(&c);
 		tb_collector_close(&c);
 		return 1;
 	}
@@ -328,7 +333,11 @@ int main(int argc, char **argv)
 	if (c.closer.behind)
 		fprintf(stderr, "tailbusd: %llu closes fell behind by an interval or more\n",
 			(unsigned long long)c.closer.behind);
+	if (c.seg_shrinks)
+		fprintf(stderr, "tailbusd: the segment was truncated under the collector %llu time%s\n",
+			(unsigned long long)c.seg_shrinks, c.seg_shrinks == 1 ? "" : "s");
 	printf("tailbusd: stopped; %s complete\n", tb_writer_log_path(c.writer));
+	tb_segguard_uninstall(&c);
 	tb_collector_close(&c);
 	return rc < 0 ? 1 : 0;
 }

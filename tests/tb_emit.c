@@ -3,6 +3,7 @@
  *   tb_emit --bus B [--threads T] [--count N] [--rate R] [--metrics M]
  *           [--mode span|start|end] [--base-ns X] [--seed S] [--expect FILE]
  *           [--hold-ms H] [--no-detach] [--name THREADPREFIX] [--prefix METRICPREFIX]
+ *           [--guard]
  *   tb_emit --now        print the bus clock (to pass as --base-ns)
  *
  * Thread t records N events at R per second (0 = as fast as it can), over
@@ -15,6 +16,8 @@
  * --expect writes the per-metric figures of the recorded values (from an
  * in-process histogram) as "metric total p50 p90 p99 p99.9 p99.99 max"; the
  * process's own stats go to stdout as "attempted written dropped folded".
+ * --guard calls tb_guard_segment_faults() first (a segment truncated under
+ * the threads is repaired, not fatal) and appends the repairs to that line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -40,7 +43,7 @@ struct opts {
 	int threads, metrics, hold_ms;
 	uint64_t count, rate, seed, base_ns;
 	enum mode mode;
-	bool no_detach;
+	bool no_detach, guard;
 };
 
 struct worker {
@@ -147,7 +150,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"bus", 1, 0, 'b'},  {"threads", 1, 0, 't'}, {"count", 1, 0, 'n'}, {"rate", 1, 0, 'r'},
 		{"metrics", 1, 0, 'm'}, {"mode", 1, 0, 'M'}, {"base-ns", 1, 0, 'B'}, {"seed", 1, 0, 's'},
 		{"expect", 1, 0, 'e'}, {"hold-ms", 1, 0, 'H'}, {"no-detach", 0, 0, 'D'},
-		{"now", 0, 0, 'N'}, {"name", 1, 0, 'a'}, {"prefix", 1, 0, 'p'}, {0, 0, 0, 0}};
+		{"now", 0, 0, 'N'}, {"name", 1, 0, 'a'}, {"prefix", 1, 0, 'p'}, {"guard", 0, 0, 'G'}, {0, 0, 0, 0}};
 	*o = (struct opts){.bus = "default", .name = "emit", .prefix = "m", .threads = 1, .metrics = 1, .count = 1000, .seed = 1};
 	int c;
 	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
@@ -167,6 +170,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'D': o->no_detach = true; break;
 		case 'a': o->name = optarg; break;
 		case 'p': o->prefix = optarg; break;
+		case 'G': o->guard = true; break;
 		case 'N': {
 			tb_producer fake = {0};
 			printf("%" PRIu64 "\n", tb_now(&fake));
@@ -190,6 +194,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tb_emit: cannot write %s\n", o.expect);
 		return 1;
 	}
+	if (o.guard && (rc = tb_guard_segment_faults()) < 0) {
+		fprintf(stderr, "tb_emit: cannot guard against truncation: %s\n", strerror(-rc));
+		return 1;
+	}
 	pthread_t th[MAX_THREADS];
 	struct worker w[MAX_THREADS];
 	for (int t = 0; t < o.threads; t++) {
@@ -209,7 +217,10 @@ int main(int argc, char **argv)
 		total.dropped += w[t].stats.dropped;
 		total.folded += w[t].stats.folded;
 	}
-	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", total.attempted, total.written,
+	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, total.attempted, total.written,
 	       total.dropped, total.folded);
+	if (o.guard)
+		printf(" %" PRIu64, tb_guard_repairs());
+	printf("\n");
 	return status;
 }
