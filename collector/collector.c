@@ -329,9 +329,18 @@ static bool open_has_data(tb_collector *c)
 }
 
 /* A failed write loses log output, not the bus: report each new error once
- * and keep draining, so producers never see a full ring because of a disk. */
+ * and keep draining, so producers never see a full ring because of a disk.
+ * Each interval lost from a file is said once, as the writer reports it. */
 static void report_io_error(tb_collector *c, int rc)
 {
+	tb_writer_loss loss;
+	uint64_t untold = 0;
+	while (tb_writer_take_loss(c->writer, &loss, &untold))
+		fprintf(stderr, "tailbusd: interval %.3f lost from %s: %s (its lines were dropped whole)\n",
+			(double)loss.interval_ns / 1e9, loss.file, strerror(-loss.err));
+	if (untold)
+		fprintf(stderr, "tailbusd: %llu more intervals lost from the log files\n",
+			(unsigned long long)untold);
 	if (rc == 0 || rc == c->last_io_error)
 		return;
 	const char *why = NULL;
@@ -370,8 +379,10 @@ static int finish(tb_collector *c)
 	/* events stamped after now by a producer's clock: one more partial */
 	if (rc == 0 && open_has_data(c))
 		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
-	int frc = tb_writer_flush(c->writer);
-	return rc ? rc : frc;
+	/* whether the log lost anything is the writer's loss count's to say
+	 * (tb_collector_run's caller), not whether an error ever happened */
+	report_io_error(c, tb_writer_flush(c->writer));
+	return rc;
 }
 
 static int start_drainers(tb_collector *c)

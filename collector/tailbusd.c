@@ -333,11 +333,16 @@ int main(int argc, char **argv)
 	if (c.closer.behind)
 		fprintf(stderr, "tailbusd: %llu closes fell behind by an interval or more\n",
 			(unsigned long long)c.closer.behind);
+	tb_writer_stats ws;
+	tb_writer_get_stats(c.writer, &ws);
+	if (ws.lost_intervals)
+		fprintf(stderr, "tailbusd: %llu intervals were lost from the log files (a write failed); "
+			"each is noted in the files and above\n", (unsigned long long)ws.lost_intervals);
 	if (c.seg_shrinks)
 		fprintf(stderr, "tailbusd: the segment was truncated under the collector %llu time%s\n",
 			(unsigned long long)c.seg_shrinks, c.seg_shrinks == 1 ? "" : "s");
 	printf("tailbusd: stopped; %s complete\n", tb_writer_log_path(c.writer));
 	tb_segguard_uninstall(&c);
 	tb_collector_close(&c);
-	return rc < 0 ? 1 : 0;
+	return rc < 0 || ws.lost_intervals ? 1 : 0;
 }
