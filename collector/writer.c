@@ -268,23 +268,30 @@ static const char *file_word(int which)
 	return which == FILE_LOG ? "log" : "sidecar";
 }
 
-/* Add interval `at` of file `which`, lost for `err`, to a file's notes: the
- * run its last note is in, unless the preamble being written holds that
- * note (it may be on disk already). */
+/* Add interval `at` of file `which`, lost for `err`, to a file's notes: to
+ * the run of that file and reason it continues, unless the preamble being
+ * written holds that run (it may be on disk already). */
 static void add_note(struct wfile *f, int which, int64_t at, int err)
 {
-	struct note *last = f->nnotes ? &f->notes[f->nnotes - 1] : NULL;
-	bool open = last && f->nnotes > f->pre_notes;
-	if (open && last->file == which && last->err == err && at == last->last_ns)
-		return;
-	if (open && ((last->file == which && last->err == err) || f->nnotes == NOTES_MAX)) {
-		last->last_ns = at > last->last_ns ? at : last->last_ns;
-		last->intervals++;
+	for (int k = f->nnotes - 1; k >= f->pre_notes; k--) {
+		struct note *n = &f->notes[k];
+		if (n->file != which || n->err != err)
+			continue;
+		if (at != n->last_ns) {
+			n->last_ns = at > n->last_ns ? at : n->last_ns;
+			n->intervals++;
+		}
 		return;
 	}
-	if (f->nnotes == NOTES_MAX)
-		return; /* every note is in the preamble in flight: told with the next run */
-	f->notes[f->nnotes++] = (struct note){at, at, 1, which, err};
+	if (f->nnotes < NOTES_MAX) {
+		f->notes[f->nnotes++] = (struct note){at, at, 1, which, err};
+	} else if (f->nnotes > f->pre_notes) { /* full: the last run widens */
+		struct note *n = &f->notes[f->nnotes - 1];
+		n->last_ns = at > n->last_ns ? at : n->last_ns;
+		n->intervals++;
+	}
+	/* else every note is in the preamble in flight: this loss is still
+	 * counted and reported on stderr */
 }
 
 /* Under lock: append `b` of interval `at` of file `which` was dropped. */

@@ -3,7 +3,11 @@
 #   the segment file truncated under a running collector and an attached
 #   producer, again and again: both live on, the collector reports every cut
 #   and serves new producers exactly;
-#   (more checks below, each named for what must hold).
+#   a 1 MiB tmpfs log directory that fills up mid-run, and one full from the
+#   start: every log file parses with our reader and Java's, holds no NUL
+#   byte, every lost interval is reported (stderr, a '#' line in the log, a
+#   sidecar row) and no interval is both logged and lost or neither, writing
+#   resumes once space comes back, and tailbusd's status says data was lost.
 #
 # Needs: TAILBUS, TAILBUSD, TB_EMIT. The disk-full checks mount a tmpfs and
 # need root; without it they fail unless TAILBUS_ALLOW_NO_ROOT=1.
@@ -53,7 +57,7 @@ truncated_segment() {
 	cuts=$(grep -c "^tailbusd: segment .* was truncated" "$tmp/$bus/tailbusd.out" || true)
 	rows=$(cat "$tmp/$bus"/log/*.health.csv | grep -c ",segment-truncated," || true)
 	[[ $cuts -eq 10 && $rows -eq 10 ]] || { echo "  reported $cuts cuts on stderr, $rows in the sidecar"; cat "$tmp/$bus/tailbusd.out"; return 1; }
-	grep -q "quarantined: the segment was truncated" "$tmp/$bus/tailbusd.out" || { cat "$tmp/$bus/tailbusd.out"; return 1; }
+	grep -q "^tailbusd: ring 0 .*quarantined" "$tmp/$bus/tailbusd.out" || { cat "$tmp/$bus/tailbusd.out"; return 1; }
 	# the producer's own account adds up: written + dropped + folded == attempted
 	read -r att wr dr fo _ <"$tmp/$bus/victim.out"
 	[[ $att -eq $((wr + dr + fo)) && $att -eq 100000 ]] || { echo "  producer: $(cat "$tmp/$bus/victim.out")"; return 1; }
@@ -69,5 +73,144 @@ for line in open(sys.argv[2]):
 PY
 }
 check "the segment truncated 10 times under a collector and a producer: both live on, every cut reported" truncated_segment
+
+# Java's reader (tests/java/ReadLog.java), compiled once; none when java is
+# missing (the check then says so and skips it, unless TAILBUS_REQUIRE_JAVA=1).
+readonly JAR=${TB_HDR_JAR:-/usr/share/java/hdrhistogram.jar}
+java_ready=
+java_reader() {
+	if [[ -z $java_ready ]]; then
+		java_ready=no
+		if command -v javac >/dev/null && [[ -r $JAR ]] &&
+			javac -d "$tmp/classes" -cp "$JAR" "$(dirname "${BASH_SOURCE[0]}")"/java/ReadLog.java \
+				"$(dirname "${BASH_SOURCE[0]}")"/java/Figures.java 2>"$tmp/javac.err"; then
+			java_ready=yes
+		fi
+	fi
+	[[ $java_ready == yes ]]
+}
+
+# mount_small DIR: a 1 MiB tmpfs there, unmounted on exit
+mounts=()
+on_cleanup() {
+	local m
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+}
+mount_small() {
+	mkdir -p "$1"
+	mount -t tmpfs -o size=1m tmpfs "$1" || return 1
+	mounts+=("$1")
+}
+
+# fill DIR: a file that takes every free block of DIR's file system
+fill() {
+	dd if=/dev/zero of="$1/filler" bs=4k 2>/dev/null || true
+}
+
+# logs_valid BUS: every .hlog of the bus parses with our reader (no bad
+# line) and Java's, no file holds a NUL byte, every interval between the
+# first and last is either logged or reported lost in the log's comments,
+# never both, and the stderr and sidecar reports name the same intervals.
+logs_valid() {
+	local bus=$1 f
+	for f in "$tmp/$bus"/log/*.hlog "$tmp/$bus"/log/*.health.csv; do
+		[[ -e $f ]] || continue
+		if [[ $(tr -d '\000' <"$f" | wc -c) -ne $(wc -c <"$f") ]]; then
+			echo "  $f holds NUL bytes"; return 1
+		fi
+	done
+	for f in "$tmp/$bus"/log/*.hlog; do
+		"$TAILBUS" replay "$f" >"$tmp/$bus/replay.out" 2>"$tmp/$bus/replay.err" ||
+			{ echo "  replay $f failed: $(cat "$tmp/$bus/replay.err")"; return 1; }
+		if grep -q ": line " "$tmp/$bus/replay.err"; then
+			echo "  replay $f: $(cat "$tmp/$bus/replay.err")"; return 1
+		fi
+		head -c 2 "$f" | grep -q '^#\[' || { echo "  $f does not open with its header"; return 1; }
+		if java_reader; then
+			java -cp "$JAR:$tmp/classes" ReadLog "$f" >"$tmp/$bus/java.out" 2>"$tmp/$bus/java.err" ||
+				{ echo "  Java's reader refused $f: $(head -3 "$tmp/$bus/java.err")"; return 1; }
+		elif [[ ${TAILBUS_REQUIRE_JAVA:-0} == 1 ]]; then
+			echo "  Java's reader is missing ($JAR, javac)"; return 1
+		else
+			echo "  (no Java: $f read by tailbus only)"
+		fi
+	done
+	python3 - "$tmp/$bus" "$interval_s" <<'PY'
+import glob, re, sys
+d, step = sys.argv[1], float(sys.argv[2])
+logged, noted, told, rows = set(), set(), set(), set()
+k = lambda t: round(float(t) / step)
+for f in sorted(glob.glob(d + "/log/*.hlog")):
+    base = None
+    for line in open(f):
+        m = re.match(r"#\[BaseTime: ([0-9.]+)", line)
+        if m:
+            base = float(m.group(1))
+        m = re.match(r"# tailbus: (\d+) intervals? lost from the log, ([0-9.]+) to ([0-9.]+): ", line)
+        if m:
+            n, a, b = int(m.group(1)), k(m.group(2)), k(m.group(3))
+            run = set(range(a, b + 1))
+            if len(run) != n:
+                sys.exit("  a note of %d intervals spans %d: %s" % (n, len(run), line))
+            noted |= run
+        if line[0] not in '#"' and line.strip():
+            logged.add(k(base + float(line.split(",")[-4 if line.startswith("Tag=") else 0])))
+for line in open(d + "/tailbusd.out"):
+    m = re.match(r"tailbusd: interval ([0-9.]+) lost from .*\.hlog: ", line)
+    if m:
+        told.add(k(m.group(1)))
+for f in glob.glob(d + "/log/*.health.csv"):
+    for line in open(f):
+        p = line.split(",")
+        if len(p) > 3 and p[1] == "lost" and p[2].startswith("log:"):
+            a, b = k(p[0]), k(p[2].split(":")[1])
+            rows |= set(range(a, b + 1))
+if not told:
+    sys.exit("  nothing was lost: the disk never filled")
+if logged & noted:
+    sys.exit("  logged and noted lost: %s" % sorted(logged & noted)[:5])
+every = set(range(min(logged | noted), max(logged | noted) + 1))
+if every - logged - noted:
+    sys.exit("  neither logged nor noted: %s" % sorted(every - logged - noted)[:5])
+if told != noted or rows != noted:
+    sys.exit("  lost on stderr %d, in the log %d, in the sidecar %d" % (len(told), len(noted), len(rows)))
+if max(logged) < max(noted):
+    sys.exit("  nothing was logged after the last loss: writing did not resume")
+PY
+}
+
+interval_s=0.1
+
+# run_full BUS WHEN: the collector and a producer at 4 metrics, the log
+# directory full from the start (WHEN=start) or from 1 s in, space back 1.5
+# s later; tailbusd's status must be 1 (data lost), and say so.
+run_full() {
+	local bus=$1 when=$2 log
+	need_root || return $?
+	log="$tmp/$bus/log"
+	mount_small "$log" || return 1
+	[[ $when == start ]] && fill "$log"
+	start_collector $bus --interval 100ms || return 1
+	emit $bus --metrics 4 --count 40000 --rate 10000 >/dev/null &
+	local e=$!
+	pids+=("$e")
+	[[ $when == start ]] || { sleep 1; fill "$log"; }
+	sleep 1.5
+	rm -f "$log/filler"
+	wait "$e" || return 1
+	sleep 0.5
+	local rc=0
+	kill -INT "$cpid"
+	wait "$cpid" || rc=$?
+	[[ $rc -eq 1 ]] || { echo "  tailbusd exited with $rc, not 1"; cat "$tmp/$bus/tailbusd.out"; return 1; }
+	grep -q "intervals were lost from the log files" "$tmp/$bus/tailbusd.out" || { cat "$tmp/$bus/tailbusd.out"; return 1; }
+	logs_valid $bus || { tail -20 "$tmp/$bus/tailbusd.out"; return 1; }
+}
+
+full_mid_run() { run_full fullmid mid; }
+check "a log directory full mid-run: valid logs, every lost interval reported, writing resumes" full_mid_run
+full_at_start() { run_full fullstart start; }
+check "a log directory full from the start: the header comes first once space is back, logs valid" full_at_start
 
 summary it_faults
