@@ -27,8 +27,9 @@
  * Either way the run loop then recovers (tb_segguard_check): the header
  * and the metric entries it knows are written back from its own copies,
  * every followed slot whose slot line, ring or fold lanes lay past the cut
- * is quarantined (its producer's events are then dropped and counted by the
- * producer), every free slot's ring and lanes past the cut are reset for the
+ * is quarantined, its consumer index set to read as full (its producer's
+ * events are then folded or dropped and counted by the producer, after at
+ * most a ring of events written that no one reads), every free slot's ring and lanes past the cut are reset for the
  * next producer (claimed by the collector meanwhile), the drain threads, which skip their passes while a cut is
  * pending, go on, and the shrink is reported on stderr and in the sidecar.
  * What a drain thread read from zeroed memory between the fault and the end
@@ -186,6 +187,16 @@ static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 			}
 			tb_slots_quarantine(c, i, lost ? "the segment could not be restored after a truncation"
 						       : "the segment was truncated over its slot, ring or lanes");
+			/* The producer writes up to the stop it last computed without
+			 * a look at the ring (at most a ring of events, which no one
+			 * reads: lost, though its stats count them written); from its
+			 * next look on, the ring must read as full so that what follows
+			 * is folded or dropped and counted. It writes at most a ring
+			 * past our index, so an index a ring and more past that reads
+			 * as full to it (a bad index reads as full, producer.c). */
+			if (!lost)
+				__atomic_store_n(&tb_seg_ring(&c->seg, i)->c_head,
+						 f->cons + 2 * l->ring_capacity + 1, __ATOMIC_RELEASE);
 			quarantined++;
 		}
 	}
