@@ -211,7 +211,7 @@ static void report(tb_collector *c, uint64_t cut, bool lost, uint32_t quarantine
 	if (unknown)
 		fprintf(stderr,
 			"tailbusd: segment %s was truncated and its size restored before the collector "
-			"looked (by a guarded producer): where it was cut is unknown, so all of it is taken "
+			"looked (by a producer's guard): where it was cut is unknown, so all of it is taken "
 			"as cut; %u ring%s quarantined\n",
 			c->seg.path, quarantined, quarantined == 1 ? "" : "s");
 	else
@@ -263,18 +263,24 @@ bool tb_segguard_check(tb_collector *c)
 		if (tb_seg_restore_size(&c->seg) < 0)
 			__atomic_store_n(&c->seg_lost, 1, __ATOMIC_RELEASE);
 	}
-	if (touched)
-		note_cut(c, 0); /* whole again already: where it was cut is unknown */
+	/* modified, yet whole again with no cut seen: a guarded producer gave
+	 * it its size back first, and where it was cut is unknown */
+	bool unknown = touched && !__atomic_load_n(&c->seg_cut_pending, __ATOMIC_ACQUIRE);
+	if (unknown)
+		note_cut(c, 0);
 	if (!__atomic_load_n(&c->seg_cut_pending, __ATOMIC_ACQUIRE))
 		return false;
+	/* cleared before the cut is taken: a fault noted from here on is
+	 * looked at again at the next tick (at worst a cut reported twice,
+	 * never one not reported) */
+	__atomic_store_n(&c->seg_cut_pending, 0, __ATOMIC_RELEASE);
 	uint64_t cut = __atomic_exchange_n(&c->seg_cut_at, UINT64_MAX, __ATOMIC_ACQ_REL);
 	bool lost = __atomic_load_n(&c->seg_lost, __ATOMIC_ACQUIRE);
 	if (cut == UINT64_MAX)
 		cut = lost ? 0 : c->seg.size;
 	uint32_t quarantined = recover(c, cut, lost);
 	c->seg_shrinks++;
-	report(c, cut, lost, quarantined, touched && cut == 0);
+	report(c, cut, lost, quarantined, unknown && cut == 0);
 	modified(c); /* our own ftruncate's event */
-	__atomic_store_n(&c->seg_cut_pending, 0, __ATOMIC_RELEASE);
 	return true;
 }
