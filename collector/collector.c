@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,31 @@ static int fail(const char **why, const char *sentence, int rc)
 	if (why)
 		*why = sentence;
 	return rc;
+}
+
+/* Producer threads attached to the bus's existing segment, if it has one
+ * that is initialised: slots LIVE or CLAIMED by a process that still runs.
+ * One of their pids in *pid. */
+static int attached_producers(const tb_collector_config *cfg, int32_t *pid)
+{
+	tb_seg s;
+	tb_seg_config look = cfg->seg;
+	look.wait_ms = 0; /* a segment never initialised has no producer to orphan */
+	if (tb_seg_open(&s, cfg->dir, cfg->bus, &look, TB_SEG_READONLY, NULL) < 0)
+		return 0;
+	int n = 0;
+	for (uint32_t i = 0; i < s.layout.slot_count; i++) {
+		const tb_slot *slot = tb_seg_slot(&s, i);
+		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
+		int32_t owner = slot->pid;
+		if ((state != TB_SLOT_LIVE && state != TB_SLOT_CLAIMED) || owner <= 0 ||
+		    (kill(owner, 0) < 0 && errno == ESRCH))
+			continue;
+		*pid = owner;
+		n++;
+	}
+	tb_seg_close(&s);
+	return n;
 }
 
 static int take_lock(tb_collector *c, const char **why)
@@ -143,8 +169,20 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	if (c->cfg.drain_threads > TB_COLLECTOR_MAX_DRAINERS)
 		return fail(why, "drain_threads: more drain threads than the collector supports", -EINVAL);
 	c->evict = cfg->evict_lines ? tb_evict_method() : TB_EVICT_NONE;
-	if (cfg->fresh)
+	if (cfg->fresh) {
+		/* a new segment would orphan attached producers: their events
+		 * would go to a file no collector reads, uncounted */
+		int32_t pid = 0;
+		int n = attached_producers(cfg, &pid);
+		if (n > 0) {
+			snprintf(c->fresh_why, sizeof(c->fresh_why),
+				 "--fresh: %d producer thread%s still attached to this bus (pid %d%s); stop "
+				 "them first, or start without --fresh to serve them",
+				 n, n == 1 ? " is" : "s are", (int)pid, n > 1 ? " and others" : "");
+			return fail(why, c->fresh_why, -EBUSY);
+		}
 		tb_seg_unlink(cfg->dir, cfg->bus);
+	}
 	int rc = tb_seg_open(&c->seg, cfg->dir, cfg->bus, &cfg->seg, TB_SEG_CREATE, why);
 	if (rc < 0)
 		return rc;

@@ -356,6 +356,7 @@ typedef struct tb_collector {
 	int seg_watch;          /* inotify on the segment file, or -1 */
 	tb_metric_entry *metric_copy; /* per metric id seen READY: its entry, to write back after a cut */
 	int lock_fd;
+	char fresh_why[192];    /* why --fresh was refused */
 	int last_io_error;      /* the last log error reported, to report each once */
 	char extra_header[4096 + 128]; /* open-loop mark and environment lines for the log */
 	volatile sig_atomic_t *stop;

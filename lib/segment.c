@@ -366,7 +366,11 @@ int tb_seg_open(tb_seg *s, const char *dir, const char *bus, const tb_seg_config
 	for (int i = 0; i < n; i++) {
 		if (seg_path(path, dirs[i], bus) < 0)
 			return fail(why, "segment path too long", -ENAMETOOLONG);
-		int fd = open(path, ((flags & TB_SEG_READONLY) ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
+		/* O_NONBLOCK: a FIFO planted at the path opens at once (a read-only
+		 * open would wait for a writer) and is then refused as not a
+		 * regular file; on a regular file the flag changes nothing */
+		int fd = open(path, ((flags & TB_SEG_READONLY) ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC |
+					    O_NONBLOCK);
 		if (fd < 0 && errno == ENOENT)
 			continue;
 		if (fd < 0)

@@ -215,4 +215,48 @@ check "a log directory full mid-run: valid logs, every lost interval reported, w
 full_at_start() { run_full fullstart start; }
 check "a log directory full from the start: the header comes first once space is back, logs valid" full_at_start
 
+# A FIFO planted where the segment belongs: top, the collector and a
+# producer refuse it at once, saying why, instead of waiting for a writer.
+fifo_segment() {
+	local d="$tmp/fifo" out rc
+	mkdir -p "$d/log"
+	mkfifo "$d/ff.tailbus"
+	rc=0
+	out=$(timeout 10 "$TAILBUS" top --bus ff --dir "$d" --once 2>&1) || rc=$?
+	[[ $rc -ne 0 && $rc -ne 124 ]] && grep -q "not a regular file" <<<"$out" ||
+		{ echo "  top: status $rc: $out"; return 1; }
+	rc=0
+	out=$(timeout 10 "$TAILBUSD" --bus ff --dir "$d" --log-dir "$d/log" --foreground 2>&1) || rc=$?
+	[[ $rc -eq 1 ]] && grep -q "not a regular file" <<<"$out" || { echo "  tailbusd: status $rc: $out"; return 1; }
+	rc=0
+	out=$(TAILBUS_DIR="$d" timeout 10 "$TB_EMIT" --bus ff --count 10 2>&1) || rc=$?
+	[[ $rc -eq 1 ]] && grep -q "not a regular file" <<<"$out" || { echo "  producer: status $rc: $out"; return 1; }
+}
+check "a FIFO at the segment's path is refused at once by top, tailbusd and a producer" fifo_segment
+
+# --fresh with a producer attached: refused, naming it, and the segment
+# (with the producer's ring) is still there; once it has gone, --fresh works.
+fresh_with_producer() {
+	local bus=fresh seg out rc=0
+	start_collector $bus || return 1
+	seg="$tmp/$bus/seg/$bus.tailbus"
+	emit $bus --count 100 --hold-ms 3000 --no-detach >/dev/null &
+	local e=$!
+	pids+=("$e")
+	sleep 0.5
+	stop_collector "$cpid" || return 1
+	local inode
+	inode=$(stat -c %i "$seg")
+	out=$(timeout 10 "$TAILBUSD" --bus $bus --dir "$tmp/$bus/seg" --log-dir "$tmp/$bus/log" \
+		--foreground --fresh 2>&1) || rc=$?
+	[[ $rc -eq 1 ]] && grep -q -- "--fresh: 1 producer thread is still attached to this bus (pid [0-9]" <<<"$out" ||
+		{ echo "  status $rc: $out"; return 1; }
+	[[ $(stat -c %i "$seg") == "$inode" ]] || { echo "  the segment was replaced"; return 1; }
+	wait "$e" || true
+	start_collector $bus --fresh || return 1
+	stop_collector "$cpid" || return 1
+	[[ $(stat -c %i "$seg") != "$inode" ]] || { echo "  --fresh did not make a new segment"; return 1; }
+}
+check "--fresh refuses while a producer is attached, and says which" fresh_with_producer
+
 summary it_faults
