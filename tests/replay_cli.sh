@@ -263,4 +263,15 @@ empty_selection() {
 }
 check "a file with no interval lines, or a range that selects none, is an error" empty_selection
 
+replay_escapes() {
+	printf '#[StartTime: 1.000 (seconds since epoch)]\n"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n\033]0;owned\007\033[31m,1.0,2.0,AAAA\n' \
+		>"$tmp/esc.hlog"
+	"$TAILBUS" replay "$tmp/esc.hlog" >/dev/null 2>"$tmp/esc.err" || true
+	if LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$tmp/esc.err"; then
+		echo "  a control byte reached stderr: $(cat -v "$tmp/esc.err")"; return 1
+	fi
+	grep -qF "'\\x1b]0;owned\\x07\\x1b[31m' is not a number" "$tmp/esc.err" || { cat "$tmp/esc.err"; return 1; }
+}
+check "control bytes from a log are escaped in replay's error messages" replay_escapes
+
 summary replay_cli
