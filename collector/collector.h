@@ -195,6 +195,8 @@ typedef struct tb_slot_follow {
 	int32_t pid;
 	uint64_t pid_start_time;
 	uint32_t owner_looks;   /* owner_alive() calls: each tenth reads the start time */
+	int64_t stuck_since_ns; /* housekeeping: since when the slot looks impossible (0: not) */
+	uint32_t stuck_state;   /* ... in this state word */
 	int64_t partial_after_ns; /* monotonic: a whole-batch pass reads it short again from then */
 	tb_ring_tally tally[2];
 	char reason[96];        /* why it was quarantined */
@@ -353,6 +355,7 @@ typedef struct tb_collector {
 	uint64_t seg_cut_at;
 	uint32_t seg_cut_pending, seg_lost;
 	uint64_t seg_shrinks;   /* cuts found and recovered from */
+	uint64_t slots_reclaimed; /* slots found impossible and handed back (slots.c) */
 	int seg_watch;          /* inotify on the segment file, or -1 */
 	tb_metric_entry *metric_copy; /* per metric id seen READY: its entry, to write back after a cut */
 	int lock_fd;

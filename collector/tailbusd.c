@@ -338,6 +338,9 @@ int main(int argc, char **argv)
 	if (ws.lost_intervals)
 		fprintf(stderr, "tailbusd: %llu intervals were lost from the log files (a write failed); "
 			"each is noted in the files and above\n", (unsigned long long)ws.lost_intervals);
+	if (c.slots_reclaimed)
+		fprintf(stderr, "tailbusd: %llu slots in impossible states were reclaimed\n",
+			(unsigned long long)c.slots_reclaimed);
 	if (c.seg_shrinks)
 		fprintf(stderr, "tailbusd: the segment was truncated under the collector %llu time%s\n",
 			(unsigned long long)c.seg_shrinks, c.seg_shrinks == 1 ? "" : "s");
