@@ -221,7 +221,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	h->collector_pid = getpid();
 	h->collector_interval_ns = cfg->interval_ns;
-	__atomic_add_fetch(&h->collector_generation, 1, __ATOMIC_ACQ_REL);
+	c->generation = __atomic_add_fetch(&h->collector_generation, 1, __ATOMIC_ACQ_REL);
 	/* follow whatever is already live: a restart loses nothing still in the rings */
 	tb_collector_housekeep(c, clock_ns(CLOCK_MONOTONIC));
 	c->next_housekeep_ns = clock_ns(CLOCK_MONOTONIC) + TB_COLLECTOR_HOUSEKEEP_NS;

@@ -357,6 +357,7 @@ typedef struct tb_collector {
 	uint64_t seg_shrinks;   /* cuts found and recovered from */
 	uint64_t slots_reclaimed; /* slots found impossible and handed back (slots.c) */
 	int seg_watch;          /* inotify on the segment file, or -1 */
+	uint32_t generation;    /* this collector's collector_generation in the header */
 	tb_metric_entry *metric_copy; /* per metric id seen READY: its entry, to write back after a cut */
 	int lock_fd;
 	char fresh_why[192];    /* why --fresh was refused */

@@ -48,7 +48,8 @@
 
 /* The collector whose segment the handler guards: tailbusd has one. */
 static tb_collector *guarded;
-/* The last address the handler repaired, to tell a fault that recurs. */
+/* The last address the handler repaired, to tell a fault that recurs (any
+ * thread's: atomic, and lock-free, as a handler needs). */
 static void *last_fault;
 
 static void note_cut(tb_collector *c, uint64_t size)
@@ -71,14 +72,14 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		if (fstat(c->seg.fd, &st) == 0 && (uint64_t)st.st_size < c->seg.size) {
 			note_cut(c, (uint64_t)st.st_size);
 			if (tb_seg_restore_size(&c->seg) == 0) {
-				last_fault = at;
+				__atomic_store_n(&last_fault, (void *)at, __ATOMIC_RELAXED);
 				errno = saved;
 				return; /* the access is retried, on a page that exists again */
 			}
 		}
-		if (at != last_fault) {
+		if (at != __atomic_load_n(&last_fault, __ATOMIC_RELAXED)) {
 			/* restored by someone else since: retry once */
-			last_fault = at;
+			__atomic_store_n(&last_fault, (void *)at, __ATOMIC_RELAXED);
 			errno = saved;
 			return;
 		}
@@ -150,7 +151,7 @@ static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 		copy.magic = 0;
 		copy.collector_pid = getpid();
 		copy.collector_interval_ns = c->cfg.interval_ns;
-		copy.collector_generation = 1;
+		copy.collector_generation = c->generation;
 		memcpy(h, &copy, sizeof(copy));
 		__atomic_store_n(&h->magic, TB_SEG_MAGIC, __ATOMIC_RELEASE);
 	}

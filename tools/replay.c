@@ -1302,8 +1302,9 @@ int tb_cmd_replay(int argc, char **argv)
 		tb_cli_error(VERB, "tag '%s' has no intervals in the selected range of the given files",
 			     st.opt.tag);
 		st.status = TB_EXIT_INPUT;
-	} else if (intervals == 0) {
-		/* an empty report would read as "no latency at all" */
+	} else if (intervals == 0 && st.status == TB_EXIT_OK) {
+		/* an empty report would read as "no latency at all" (where lines
+		 * were refused, each has been named already) */
 		tb_cli_error(VERB, isinf(st.opt.start) && isinf(st.opt.end)
 					   ? "the given files hold no interval lines"
 					   : "no interval of the given files lies between --start and --end");
