@@ -107,7 +107,7 @@ int tb_guard_segment_faults(void)
 {
 	if (__atomic_exchange_n(&installed, 1, __ATOMIC_ACQ_REL))
 		return 0;
-	struct sigaction sa = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER};
+	struct sigaction sa = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO};
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGBUS, &sa, &previous) < 0) {
 		int rc = -errno;
