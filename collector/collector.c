@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,31 @@ static int fail(const char **why, const char *sentence, int rc)
 	return rc;
 }
 
+/* Producer threads attached to the bus's existing segment, if it has one
+ * that is initialised: slots LIVE or CLAIMED by a process that still runs.
+ * One of their pids in *pid. */
+static int attached_producers(const tb_collector_config *cfg, int32_t *pid)
+{
+	tb_seg s;
+	tb_seg_config look = cfg->seg;
+	look.wait_ms = 0; /* a segment never initialised has no producer to orphan */
+	if (tb_seg_open(&s, cfg->dir, cfg->bus, &look, TB_SEG_READONLY, NULL) < 0)
+		return 0;
+	int n = 0;
+	for (uint32_t i = 0; i < s.layout.slot_count; i++) {
+		const tb_slot *slot = tb_seg_slot(&s, i);
+		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
+		int32_t owner = slot->pid;
+		if ((state != TB_SLOT_LIVE && state != TB_SLOT_CLAIMED) || owner <= 0 ||
+		    (kill(owner, 0) < 0 && errno == ESRCH))
+			continue;
+		*pid = owner;
+		n++;
+	}
+	tb_seg_close(&s);
+	return n;
+}
+
 static int take_lock(tb_collector *c, const char **why)
 {
 	char path[PATH_MAX + 8];
@@ -86,7 +112,8 @@ static int alloc_state(tb_collector *c)
 	c->slots = calloc(slots, sizeof(*c->slots));
 	c->metric_ready = calloc(TB_MAX_METRICS, 1); /* indexed by any event's metric id */
 	c->drainers = calloc(c->cfg.drain_threads, sizeof(*c->drainers));
-	if (!c->slots || !c->metric_ready || !c->drainers)
+	c->metric_copy = calloc(c->seg.layout.metric_capacity, sizeof(tb_metric_entry));
+	if (!c->slots || !c->metric_ready || !c->drainers || !c->metric_copy)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < slots; i++) {
 		tb_slot_follow *f = &c->slots[i];
@@ -132,6 +159,8 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->lock_fd = -1;
+	c->seg_cut_at = UINT64_MAX;
+	c->seg_watch = -1;
 	pthread_mutex_init(&c->join_lock, NULL);
 	pthread_mutex_init(&c->slot_lock, NULL);
 	pthread_mutex_init(&c->series_lock, NULL);
@@ -140,13 +169,27 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	if (c->cfg.drain_threads > TB_COLLECTOR_MAX_DRAINERS)
 		return fail(why, "drain_threads: more drain threads than the collector supports", -EINVAL);
 	c->evict = cfg->evict_lines ? tb_evict_method() : TB_EVICT_NONE;
-	if (cfg->fresh)
+	if (cfg->fresh) {
+		/* a new segment would orphan attached producers: their events
+		 * would go to a file no collector reads, uncounted */
+		int32_t pid = 0;
+		int n = attached_producers(cfg, &pid);
+		if (n > 0) {
+			snprintf(c->fresh_why, sizeof(c->fresh_why),
+				 "--fresh: %d producer thread%s still attached to this bus (pid %d%s); stop "
+				 "them first, or start without --fresh to serve them",
+				 n, n == 1 ? " is" : "s are", (int)pid, n > 1 ? " and others" : "");
+			return fail(why, c->fresh_why, -EBUSY);
+		}
 		tb_seg_unlink(cfg->dir, cfg->bus);
+	}
 	int rc = tb_seg_open(&c->seg, cfg->dir, cfg->bus, &cfg->seg, TB_SEG_CREATE, why);
 	if (rc < 0)
 		return rc;
 	if ((rc = take_lock(c, why)) < 0)
 		return rc;
+	/* best effort: without inotify a cut is still found by its size */
+	(void)tb_segguard_watch(c);
 	if ((rc = alloc_state(c)) == -E2BIG)
 		return fail(why, "max_series: more series than the drain's fast path can address", -EINVAL);
 	if (rc < 0)
@@ -178,7 +221,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	h->collector_pid = getpid();
 	h->collector_interval_ns = cfg->interval_ns;
-	__atomic_add_fetch(&h->collector_generation, 1, __ATOMIC_ACQ_REL);
+	c->generation = __atomic_add_fetch(&h->collector_generation, 1, __ATOMIC_ACQ_REL);
 	/* follow whatever is already live: a restart loses nothing still in the rings */
 	tb_collector_housekeep(c, clock_ns(CLOCK_MONOTONIC));
 	c->next_housekeep_ns = clock_ns(CLOCK_MONOTONIC) + TB_COLLECTOR_HOUSEKEEP_NS;
@@ -327,9 +370,18 @@ static bool open_has_data(tb_collector *c)
 }
 
 /* A failed write loses log output, not the bus: report each new error once
- * and keep draining, so producers never see a full ring because of a disk. */
+ * and keep draining, so producers never see a full ring because of a disk.
+ * Each interval lost from a file is said once, as the writer reports it. */
 static void report_io_error(tb_collector *c, int rc)
 {
+	tb_writer_loss loss;
+	uint64_t untold = 0;
+	while (tb_writer_take_loss(c->writer, &loss, &untold))
+		fprintf(stderr, "tailbusd: interval %.3f lost from %s: %s (its lines were dropped whole)\n",
+			(double)loss.interval_ns / 1e9, loss.file, strerror(-loss.err));
+	if (untold)
+		fprintf(stderr, "tailbusd: %llu more intervals lost from the log files\n",
+			(unsigned long long)untold);
 	if (rc == 0 || rc == c->last_io_error)
 		return;
 	const char *why = NULL;
@@ -343,6 +395,7 @@ static void report_io_error(tb_collector *c, int rc)
  * interval up to now closed, then the partial one with its true length. */
 static int finish(tb_collector *c)
 {
+	tb_segguard_check(c);
 	int64_t mono = clock_ns(CLOCK_MONOTONIC);
 	tb_collector_housekeep(c, mono); /* pick up rings detached just now */
 	tb_collector_drain_all(c);
@@ -367,8 +420,10 @@ static int finish(tb_collector *c)
 	/* events stamped after now by a producer's clock: one more partial */
 	if (rc == 0 && open_has_data(c))
 		rc = tb_collector_close_interval(c, c->cfg.interval_ns);
-	int frc = tb_writer_flush(c->writer);
-	return rc ? rc : frc;
+	/* whether the log lost anything is the writer's loss count's to say
+	 * (tb_collector_run's caller), not whether an error ever happened */
+	report_io_error(c, tb_writer_flush(c->writer));
+	return rc;
 }
 
 static int start_drainers(tb_collector *c)
@@ -397,6 +452,7 @@ static void stop_drainers(tb_collector *c)
  * or more after its end), series memory kept ahead, housekeeping. */
 static void tick(tb_collector *c, int64_t mono)
 {
+	tb_segguard_check(c);
 	while (tb_closer_due(c)) {
 		int64_t late = mono + c->clock_offset_ns - (c->closer.start_ns + c->cfg.interval_ns);
 		if (late >= c->cfg.interval_ns) {
@@ -459,6 +515,7 @@ void tb_collector_close(tb_collector *c)
 		tb_drainer_free(&c->drainers[k]);
 	free(c->drainers);
 	free(c->metric_ready);
+	free(c->metric_copy);
 	free(c->fold_value);
 	tb_series_pool_free(c);
 	tb_closer_free(c);
@@ -469,6 +526,8 @@ void tb_collector_close(tb_collector *c)
 		h->collector_pid = 0;
 	}
 	tb_seg_close(&c->seg);
+	if (c->seg_watch >= 0)
+		close(c->seg_watch);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
 }

@@ -199,6 +199,8 @@ typedef struct tb_slot_follow {
 	int32_t pid;
 	uint64_t pid_start_time;
 	uint32_t owner_looks;   /* owner_alive() calls: each tenth reads the start time */
+	int64_t stuck_since_ns; /* housekeeping: since when the slot looks impossible (0: not) */
+	uint32_t stuck_state;   /* ... in this state word */
 	int64_t partial_after_ns; /* monotonic: a whole-batch pass reads it short again from then */
 	tb_ring_tally tally[2];
 	char reason[96];        /* why it was quarantined */
@@ -364,7 +366,20 @@ typedef struct tb_collector {
 	alignas(64) int64_t freed_start_ns;
 	alignas(64) int64_t next_housekeep_ns, next_rebalance_ns;
 	uint64_t moves;         /* rings handed from one drain thread to another */
+	/* the segment file shrunk under us (segguard.c): the smallest size
+	 * found since the run loop last looked (UINT64_MAX: none), whether a
+	 * cut waits for the run loop (drain threads skip their passes until
+	 * then), whether the segment could not be restored; written by the
+	 * SIGBUS handler too, hence atomics only */
+	uint64_t seg_cut_at;
+	uint32_t seg_cut_pending, seg_lost;
+	uint64_t seg_shrinks;   /* cuts found and recovered from */
+	uint64_t slots_reclaimed; /* slots found impossible and handed back (slots.c) */
+	int seg_watch;          /* inotify on the segment file, or -1 */
+	uint32_t generation;    /* this collector's collector_generation in the header */
+	tb_metric_entry *metric_copy; /* per metric id seen READY: its entry, to write back after a cut */
 	int lock_fd;
+	char fresh_why[192];    /* why --fresh was refused */
 	int last_io_error;      /* the last log error reported, to report each once */
 	char extra_header[4096 + 128]; /* open-loop mark and environment lines for the log */
 	volatile sig_atomic_t *stop;
@@ -422,6 +437,19 @@ bool tb_slots_header_intact(const tb_collector *c, uint32_t i);
 void tb_slots_housekeep(tb_collector *c, int64_t now_mono_ns);
 /* Drops on ring i since they were last read (under slot_lock). */
 uint64_t tb_slots_drops(tb_collector *c, uint32_t i);
+
+/* segguard.c */
+/* Install the process-wide SIGBUS handler that restores a shrunk segment
+ * (tailbusd only: a process that is the collector's). 0 or -errno. */
+int tb_segguard_install(tb_collector *c);
+void tb_segguard_uninstall(tb_collector *c);
+/* Watch the segment file for changes made by system calls (inotify): sets
+ * c->seg_watch, or returns a negative errno and leaves it -1. */
+int tb_segguard_watch(tb_collector *c);
+/* The run loop's look at the segment file's size: a shrink found (here or
+ * by the handler) is repaired, recovered from and reported. True if one
+ * was. */
+bool tb_segguard_check(tb_collector *c);
 
 /* folds.c */
 /* The values fold lane counts are recorded at (c->fold_value). */

@@ -591,6 +591,10 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 {
 	uint64_t total = 0;
 	bool full = false;
+	/* the segment was cut: nothing is read until the run loop has found
+	 * out which rings are still whole (segguard.c) */
+	if (TB_UNLIKELY(__atomic_load_n(&d->c->seg_cut_pending, __ATOMIC_ACQUIRE)))
+		return 0;
 	int64_t now = mono_now();
 	note_gap(d, now);
 	__atomic_store_n(&d->last_pass_ns, now, __ATOMIC_RELAXED); /* the closer reads it */

@@ -171,7 +171,11 @@ bool tb_collector_metric_ready(tb_collector *c, uint16_t metric)
 	const tb_metric_entry *e = tb_seg_metric(&c->seg, metric);
 	if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
 		return false;
-	__atomic_store_n(&c->metric_ready[metric], 1, __ATOMIC_RELAXED);
+	/* its name, to write back should the segment be cut (segguard.c); the
+	 * entry is written once, before READY */
+	if (c->metric_copy)
+		memcpy(&c->metric_copy[metric], e, sizeof(*e));
+	__atomic_store_n(&c->metric_ready[metric], 1, __ATOMIC_RELEASE);
 	return true;
 }
 

@@ -15,6 +15,12 @@
  *   DETACHED                  -> release (its ring drained first)
  *   CLAIMED for too long by a dead process -> release
  *   QUARANTINED, owner gone   -> release
+ * and, since every field of a slot may have been scribbled on, it reclaims
+ * (releases, counts and reports) a slot that no honest producer leaves so:
+ *   a state that is none of the five, for SLOT_STUCK_NS;
+ *   CLAIMED for SLOT_STUCK_NS by any process (a claim takes microseconds);
+ *   LIVE or QUARANTINED with a pid whose process is not the one that
+ *   claimed the slot (its start time differs, or was never written).
  *   LIVE with a new generation -> follow again (a new owner we did not see come)
  * A LIVE slot not yet followed is followed by its holder at its next pass.
  */
@@ -35,6 +41,9 @@
  * OWNER_RECHECK'th look: a pid is reused only after its owner died, and
  * noticing that within a second is soon enough. */
 #define OWNER_RECHECK 10
+/* How long a slot may look impossible before it is reclaimed: twenty
+ * housekeeping rounds, far longer than any honest transition takes. */
+#define SLOT_STUCK_NS 2000000000LL
 
 void tb_slots_quarantine(tb_collector *c, uint32_t i, const char *reason)
 {
@@ -57,16 +66,25 @@ static void take_owner(tb_slot_follow *f, const tb_slot *s)
 	f->owner_looks = 0;
 }
 
-static bool owner_alive(tb_slot_follow *f)
+/* Whether the process the slot names is the one that claimed it: gone (no
+ * such pid, or its start time unreadable), runs, or an impostor (a pid that
+ * runs but started at another time than the slot says: reused, or
+ * scribbled; a start time never written counts so, as every producer
+ * writes its own when it claims the slot). */
+enum owner { OWNER_RUNS, OWNER_GONE, OWNER_IMPOSTOR };
+
+static enum owner owner_of(tb_slot_follow *f)
 {
 	if (f->pid <= 0)
-		return false;
+		return OWNER_GONE;
 	if (kill(f->pid, 0) < 0 && errno == ESRCH)
-		return false;
+		return OWNER_GONE;
 	if (f->owner_looks++ % OWNER_RECHECK != 0)
-		return true;
+		return OWNER_RUNS;
 	uint64_t start = tb_proc_start_time(f->pid);
-	return start != 0 && (f->pid_start_time == 0 || start == f->pid_start_time);
+	if (start == 0)
+		return OWNER_GONE;
+	return start == f->pid_start_time ? OWNER_RUNS : OWNER_IMPOSTOR;
 }
 
 bool tb_slots_hint_in_range(const tb_collector *c, const tb_slot_follow *f, uint32_t i,
@@ -135,6 +153,30 @@ static void ask(tb_collector *c, uint32_t i, uint32_t what)
 	tb_drainer_poke(c, d != TB_NO_DRAINER ? d : __atomic_load_n(&f->want, __ATOMIC_RELAXED));
 }
 
+/* A slot no honest producer leaves so: released, counted, reported. */
+static void reclaim(tb_collector *c, uint32_t i, const char *why, unsigned long long what)
+{
+	tb_slot_follow *f = &c->slots[i];
+	f->stuck_since_ns = 0;
+	c->slots_reclaimed++;
+	fprintf(stderr, "tailbusd: ring %u reclaimed: ", i);
+	fprintf(stderr, why, what);
+	fputc('\n', stderr);
+	ask(c, i, TB_RELEASE_FREE);
+}
+
+/* Whether slot i has stayed in `state` (its state word as read) for
+ * SLOT_STUCK_NS, by the collector's own clock. */
+static bool stuck(tb_slot_follow *f, uint32_t state, int64_t now)
+{
+	if (!f->stuck_since_ns || f->stuck_state != state) {
+		f->stuck_since_ns = now;
+		f->stuck_state = state;
+		return false;
+	}
+	return now - f->stuck_since_ns >= SLOT_STUCK_NS;
+}
+
 /* The owner fields the run loop reads were written by the holder when it
  * followed the slot (before publishing `followed` with release). */
 static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
@@ -145,12 +187,18 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		return; /* asked already */
 	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	bool followed = __atomic_load_n(&f->followed, __ATOMIC_ACQUIRE);
+	enum owner owner = OWNER_RUNS;
+	if (state != TB_SLOT_CLAIMED && state <= TB_SLOT_QUARANTINED)
+		f->stuck_since_ns = 0;
 	switch (state) {
 	case TB_SLOT_LIVE:
 		/* (a header scribbled on is the holder's to see: drain.c) */
 		if (followed && f->generation != s->generation)
 			ask(c, i, TB_RELEASE_REFOLLOW);
-		else if (followed && !owner_alive(f))
+		else if (followed && (owner = owner_of(f)) == OWNER_IMPOSTOR)
+			reclaim(c, i, "its pid %llu runs, but is not the process that claimed it",
+				(unsigned long long)f->pid);
+		else if (followed && owner == OWNER_GONE)
 			ask(c, i, TB_RELEASE_FREE);
 		break;
 	case TB_SLOT_DETACHED:
@@ -160,6 +208,9 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		if ((int64_t)(now - (int64_t)s->attached_ns) > CLAIM_TIMEOUT_NS && s->attached_ns &&
 		    tb_proc_start_time(s->pid) == 0)
 			ask(c, i, TB_RELEASE_FREE);
+		else if (stuck(f, state, now))
+			reclaim(c, i, "claimed for 2 s and never published (by pid %llu)",
+				(unsigned long long)(uint32_t)s->pid);
 		break;
 	case TB_SLOT_QUARANTINED:
 		if (!followed && !f->pid) {
@@ -169,10 +220,15 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 			if (f->pid <= 0) /* no owner to wait for */
 				f->pid = -1;
 		}
-		if (f->pid && !owner_alive(f))
+		if (f->pid && (owner = owner_of(f)) == OWNER_IMPOSTOR)
+			reclaim(c, i, "quarantined, and its pid %llu is not the process that claimed it",
+				(unsigned long long)f->pid);
+		else if (f->pid && owner == OWNER_GONE)
 			ask(c, i, TB_RELEASE_FREE);
 		break;
 	default:
+		if (stuck(f, state, now))
+			reclaim(c, i, "its state %llu is not a slot state", (unsigned long long)state);
 		break;
 	}
 }

@@ -311,8 +311,13 @@ int main(int argc, char **argv)
 		tb_collector_close(&c);
 		return 1;
 	}
+	/* a segment truncated under us is repaired and reported, not a crash */
+	if ((rc = tb_segguard_install(&c)) < 0)
+		fprintf(stderr, "tailbusd: cannot guard the segment against truncation (%s); going on\n",
+			strerror(-rc));
 	/* pin after opening: the writer's threads stay off the drain loop's core */
 	if (tune_process(&o) < 0) {
+		tb_segguard_uninstall(&c);
 		tb_collector_close(&c);
 		return 1;
 	}
@@ -342,7 +347,19 @@ int main(int argc, char **argv)
 	if (c.closer.behind)
 		fprintf(stderr, "tailbusd: %llu closes fell behind by an interval or more\n",
 			(unsigned long long)c.closer.behind);
+	tb_writer_stats ws;
+	tb_writer_get_stats(c.writer, &ws);
+	if (ws.lost_intervals)
+		fprintf(stderr, "tailbusd: %llu intervals were lost from the log files (a write failed); "
+			"each is noted in the files and above\n", (unsigned long long)ws.lost_intervals);
+	if (c.slots_reclaimed)
+		fprintf(stderr, "tailbusd: %llu slots in impossible states were reclaimed\n",
+			(unsigned long long)c.slots_reclaimed);
+	if (c.seg_shrinks)
+		fprintf(stderr, "tailbusd: the segment was truncated under the collector %llu time%s\n",
+			(unsigned long long)c.seg_shrinks, c.seg_shrinks == 1 ? "" : "s");
 	printf("tailbusd: stopped; %s complete\n", tb_writer_log_path(c.writer));
+	tb_segguard_uninstall(&c);
 	tb_collector_close(&c);
-	return rc < 0 ? 1 : 0;
+	return rc < 0 || ws.lost_intervals ? 1 : 0;
 }

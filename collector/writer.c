@@ -6,13 +6,30 @@
  * the drain loop waits on the disk only when every buffer is still in flight.
  *
  * Data layout. Two open files at a time, the .hlog and its .health.csv
- * sidecar, each with the number of bytes queued so far (`size`). An append
- * takes a free buffer, copies the bytes in, and is given the offset
- * `size` at queue time; `size` then grows by the length. Because every write
- * carries its own offset, the order in which writes complete does not matter:
- * the file on disk is the appends laid end to end, whichever backend wrote
+ * sidecar, each with `good`, the bytes written whole so far: where the next
+ * write goes. An append takes a free buffer and copies the bytes in (whole
+ * lines: one interval's log lines or sidecar rows); the buffers of one file
+ * are written one at a time, in order, each at `good` when its turn comes
+ * (io_uring: a queue per file, the next write submitted when the one before
+ * completes; the pwrite thread: its FIFO of jobs). So the file on disk is
+ * the appends that were written, laid end to end, whichever backend wrote
  * them. A buffer is busy from its append until its last byte is written (a
  * short write is continued for the remainder) or its write fails.
+ *
+ * The log is always a valid log. A write that fails (a full disk, EFBIG,
+ * EIO) may have left part of its bytes: the file is cut back to `good`
+ * (ftruncate), and the append is dropped whole, never retried, so that a
+ * full disk never makes the drain wait. Each dropped append is a lost
+ * interval of that file, reported three ways: to the collector, which says
+ * it on stderr (tb_writer_take_loss); and in both files, before the next
+ * bytes written to each (the file's preamble: a '#' comment line in the
+ * log, a `lost` row in the sidecar, one per run of consecutive lost
+ * intervals). A file's header is its preamble until it has been written:
+ * a header that could not be written goes before the first line that can
+ * be. A preamble that fails is cut back like any write, and the append it
+ * preceded is lost with it. With no append to precede, the preamble is
+ * tried on its own at each poll and flush, so a note is written as soon as
+ * space comes back.
  *
  * Invariants.
  * - At most `queue_depth` writes are in flight, one per busy buffer, plus at
@@ -21,8 +38,8 @@
  * - A file is closed only after every write to it has completed and it has
  *   been fsynced (tb_writer_flush), so no buffer ever refers to a closed fd.
  * - Errors are sticky: the first one is kept with a sentence and returned by
- *   poll, flush and close. A failed write leaves a hole at its offset; later
- *   appends still land where they belong, and readers skip a torn line.
+ *   poll, flush and close; whether anything was lost is the loss count's to
+ *   say (tb_writer_stats.lost_appends).
  * - Durability is fdatasync (IORING_OP_FSYNC with IORING_FSYNC_DATASYNC, or
  *   fdatasync on the thread): the files only grow, and fdatasync flushes the
  *   size along with the data. The periodic io_uring fsync is a drain point
@@ -72,16 +89,47 @@
 #define FILE_MODE 0640
 #define DIR_MODE 0750
 #define NS_PER_SEC 1000000000LL
-/* user_data of an fsync; a write's user_data is its buffer's index. */
+/* user_data of an fsync; of a preamble's write, PREAMBLE_TAG + its file;
+ * a buffer's write's, the buffer's index. */
 #define FSYNC_TAG UINT64_MAX
+#define PREAMBLE_TAG (UINT64_MAX - 16)
 #define BACKEND_MAX 96
+/* Runs of lost intervals a file keeps to note; more are merged into the
+ * last. Losses waiting for the collector to report them on stderr; more
+ * are counted only. */
+#define NOTES_MAX 32
+#define NOTE_LINE_MAX 256
+#define PREAMBLE_CAP (HEADER_MAX + NOTES_MAX * NOTE_LINE_MAX)
+#define LOSSES_MAX 256
 
 enum { FILE_LOG, FILE_SIDECAR, FILE_COUNT };
 
+/* A run of consecutive lost intervals of one file, for one reason. */
+struct note {
+	int64_t first_ns, last_ns; /* interval starts */
+	uint64_t intervals;
+	int file; /* FILE_LOG or FILE_SIDECAR: which one lost them */
+	int err;
+};
+
 struct wfile {
 	int fd;        /* -1 when closed */
-	uint64_t size; /* bytes queued: the next append's offset */
+	uint64_t size; /* bytes written or queued (for rotation by size) */
+	uint64_t good; /* bytes written whole: where the next write goes */
 	char path[PATH_MAX];
+	/* the preamble: written before the next append's bytes */
+	char *header;  /* until it has been written; NULL after */
+	size_t header_len;
+	struct note notes[NOTES_MAX];
+	int nnotes;
+	char *pre;     /* the preamble being written (PREAMBLE_CAP) */
+	size_t pre_len, pre_done;
+	int pre_notes; /* notes it holds */
+	unsigned pre_chunk;
+	bool in_flight; /* a write of this file (io_uring) */
+	bool pre_queued; /* a JOB_PREAMBLE of this file waits (pwrite thread) */
+	int *queue;    /* io_uring: buffers waiting, oldest first (nbufs) */
+	int qhead, qcount;
 };
 
 struct wbuf {
@@ -90,17 +138,18 @@ struct wbuf {
 	size_t len;      /* bytes to write */
 	size_t done;     /* bytes written so far */
 	unsigned chunk;  /* bytes asked for by the write in flight (io_uring) */
-	int fd;
-	uint64_t off;    /* where data[0] goes */
+	int file;        /* FILE_LOG or FILE_SIDECAR */
+	int64_t interval_ns; /* the interval the bytes belong to */
 	bool busy;
 };
 
-enum job_kind { JOB_WRITE, JOB_FSYNC };
+enum job_kind { JOB_WRITE, JOB_FSYNC, JOB_PREAMBLE };
 
 struct job {
 	enum job_kind kind;
-	int buf; /* JOB_WRITE */
-	int fd;  /* JOB_FSYNC */
+	int buf;  /* JOB_WRITE */
+	int fd;   /* JOB_FSYNC */
+	int file; /* JOB_PREAMBLE */
 };
 
 struct tb_writer {
@@ -115,6 +164,10 @@ struct tb_writer {
 	int busy; /* buffers in flight */
 	int err;
 	const char *err_why;
+	int64_t interval_ns; /* the interval being written (tb_writer_begin_interval) */
+	tb_writer_loss losses[LOSSES_MAX]; /* not yet taken by the collector */
+	int losses_head, losses_count;
+	uint64_t losses_untold; /* lost past LOSSES_MAX: counted only */
 	tb_writer_stats stats;
 	char backend[BACKEND_MAX];
 
@@ -201,6 +254,167 @@ static struct wbuf *take_free_buf(tb_writer *w)
 	return NULL;
 }
 
+/* ---- losses and preambles ---- */
+
+_Static_assert(sizeof(((tb_writer_loss *)0)->file) == PATH_MAX, "a loss holds a file's path");
+
+static double seconds(int64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+static const char *file_word(int which)
+{
+	return which == FILE_LOG ? "log" : "sidecar";
+}
+
+/* Add interval `at` of file `which`, lost for `err`, to a file's notes: to
+ * the run of that file and reason it continues, unless the preamble being
+ * written holds that run (it may be on disk already). */
+static void add_note(struct wfile *f, int which, int64_t at, int err)
+{
+	for (int k = f->nnotes - 1; k >= f->pre_notes; k--) {
+		struct note *n = &f->notes[k];
+		if (n->file != which || n->err != err)
+			continue;
+		if (at != n->last_ns) {
+			n->last_ns = at > n->last_ns ? at : n->last_ns;
+			n->intervals++;
+		}
+		return;
+	}
+	if (f->nnotes < NOTES_MAX) {
+		f->notes[f->nnotes++] = (struct note){at, at, 1, which, err};
+	} else if (f->nnotes > f->pre_notes) { /* full: the last run widens */
+		struct note *n = &f->notes[f->nnotes - 1];
+		n->last_ns = at > n->last_ns ? at : n->last_ns;
+		n->intervals++;
+	}
+	/* else every note is in the preamble in flight: this loss is still
+	 * counted and reported on stderr */
+}
+
+/* Under lock: append `b` of interval `at` of file `which` was dropped. */
+static void lose_locked(tb_writer *w, int which, int64_t at, int err)
+{
+	w->stats.lost_appends++;
+	for (int i = 0; i < FILE_COUNT; i++)
+		if (w->files[i].fd >= 0)
+			add_note(&w->files[i], which, at, err);
+	if (w->losses_count) {
+		tb_writer_loss *last = &w->losses[(w->losses_head + w->losses_count - 1) % LOSSES_MAX];
+		if (last->interval_ns == at && last->which == which)
+			return;
+	}
+	w->stats.lost_intervals++;
+	if (w->losses_count == LOSSES_MAX) {
+		w->losses_untold++;
+		return;
+	}
+	tb_writer_loss *l = &w->losses[(w->losses_head + w->losses_count++) % LOSSES_MAX];
+	l->interval_ns = at;
+	l->which = which;
+	l->err = err;
+	memcpy(l->file, w->files[which].path, sizeof(l->file)); /* both PATH_MAX */
+}
+
+int tb_writer_take_loss(tb_writer *w, tb_writer_loss *out, uint64_t *untold)
+{
+	lock(w);
+	int got = 0;
+	if (w->losses_count) {
+		*out = w->losses[w->losses_head];
+		w->losses_head = (w->losses_head + 1) % LOSSES_MAX;
+		w->losses_count--;
+		got = 1;
+	}
+	if (untold) {
+		*untold = w->losses_untold;
+		w->losses_untold = 0;
+	}
+	unlock(w);
+	return got;
+}
+
+/* One note as a line of the log ('#' comment) or a sidecar row. */
+static size_t format_note(char *out, size_t cap, int into, const struct note *n)
+{
+	char why[96];
+	snprintf(why, sizeof(why), "%s", strerror(-n->err));
+	for (char *c = why; *c; c++)
+		if (*c == ',' || *c == '\n' || *c == '\r')
+			*c = ';';
+	int len;
+	if (into == FILE_LOG)
+		len = snprintf(out, cap,
+			       "# tailbus: %llu interval%s lost from the %s, %.3f to %.3f: %s\n",
+			       (unsigned long long)n->intervals, n->intervals == 1 ? "" : "s",
+			       file_word(n->file), seconds(n->first_ns), seconds(n->last_ns), why);
+	else
+		len = snprintf(out, cap, "%.3f,lost,%s:%.3f:%s,%llu,,,,,,,,,,,,\n", seconds(n->first_ns),
+			       file_word(n->file), seconds(n->last_ns), why,
+			       (unsigned long long)n->intervals);
+	return len > 0 && (size_t)len < cap ? (size_t)len : 0;
+}
+
+static bool preamble_due(const struct wfile *f)
+{
+	return f->header || f->nnotes;
+}
+
+/* Under lock: the file's preamble, what is due of it, into f->pre. */
+static void compose_preamble_locked(struct wfile *f, int which)
+{
+	size_t n = 0;
+	if (f->header) {
+		memcpy(f->pre, f->header, f->header_len);
+		n = f->header_len;
+	}
+	for (int k = 0; k < f->nnotes; k++)
+		n += format_note(f->pre + n, PREAMBLE_CAP - n, which, &f->notes[k]);
+	f->pre_len = n;
+	f->pre_done = 0;
+	f->pre_notes = f->nnotes;
+}
+
+/* Cut what a failed write left of its bytes: the file ends at its last
+ * whole write again. */
+static void cut_back(tb_writer *w, struct wfile *f, size_t written)
+{
+	if (written && ftruncate(f->fd, (off_t)f->good) < 0)
+		note_error(w, -errno, "a failed write left part of a line that could not be cut off");
+}
+
+/* Under lock: the preamble was written whole (rc 0) or failed. */
+static void preamble_done_locked(tb_writer *w, struct wfile *f, int rc)
+{
+	if (rc == 0) {
+		f->good += f->pre_len;
+		f->size += f->pre_len - (f->header ? f->header_len : 0);
+		free(f->header);
+		f->header = NULL;
+		memmove(f->notes, f->notes + f->pre_notes, (size_t)(f->nnotes - f->pre_notes) * sizeof(*f->notes));
+		f->nnotes -= f->pre_notes;
+	} else {
+		note_error_locked(w, rc, "a write to the log files failed");
+	}
+	f->pre_len = f->pre_done = 0;
+	f->pre_notes = 0;
+}
+
+/* Under lock: buffer b was written whole (rc 0), or failed and is lost. */
+static void buffer_done_locked(tb_writer *w, struct wbuf *b, int rc)
+{
+	struct wfile *f = &w->files[b->file];
+	if (rc == 0) {
+		f->good += b->len;
+	} else {
+		note_error_locked(w, rc, "a write to the log files failed");
+		f->size -= b->len;
+		lose_locked(w, b->file, b->interval_ns, rc);
+	}
+}
+
 /* ---- io_uring backend ---- */
 
 static int uring_start(tb_writer *w)
@@ -233,19 +447,6 @@ static struct io_uring_sqe *uring_sqe(tb_writer *w)
 	return sqe;
 }
 
-static void uring_prep_write(tb_writer *w, struct wbuf *b)
-{
-	struct io_uring_sqe *sqe = uring_sqe(w);
-	if (!sqe) {
-		release_buf(w, b);
-		return;
-	}
-	size_t left = b->len - b->done;
-	b->chunk = left > WRITE_CHUNK_MAX ? WRITE_CHUNK_MAX : (unsigned)left;
-	io_uring_prep_write(sqe, b->fd, b->data + b->done, b->chunk, b->off + b->done);
-	io_uring_sqe_set_data64(sqe, (uint64_t)(b - w->bufs));
-}
-
 static void uring_prep_fsync(tb_writer *w, int fd, bool drain)
 {
 	struct io_uring_sqe *sqe = uring_sqe(w);
@@ -259,6 +460,99 @@ static void uring_prep_fsync(tb_writer *w, int fd, bool drain)
 	w->stats.fsyncs++;
 }
 
+/* A file's queue holds at most every buffer: nbufs. */
+static void queue_pop(const tb_writer *w, struct wfile *f)
+{
+	f->qhead = (f->qhead + 1) % w->nbufs;
+	f->qcount--;
+}
+
+static void uring_kick(tb_writer *w, int which, bool alone);
+
+/* The head buffer of file `which` is done: written (rc 0) or lost. */
+static void uring_buffer_end(tb_writer *w, int which, int rc)
+{
+	struct wfile *f = &w->files[which];
+	struct wbuf *b = &w->bufs[f->queue[f->qhead]];
+	buffer_done_locked(w, b, rc);
+	queue_pop(w, f);
+	f->in_flight = false;
+	release_buf(w, b);
+	uring_kick(w, which, false);
+}
+
+/* Write the rest of file `which`'s preamble, or of its head buffer, at the
+ * file's end. */
+static void uring_write_next(tb_writer *w, int which, bool preamble)
+{
+	struct wfile *f = &w->files[which];
+	struct io_uring_sqe *sqe = uring_sqe(w);
+	if (!sqe) { /* cannot happen: the ring has room for every write */
+		f->in_flight = false;
+		if (preamble)
+			preamble_done_locked(w, f, -EBUSY);
+		else
+			uring_buffer_end(w, which, -EBUSY);
+		return;
+	}
+	f->in_flight = true;
+	if (preamble) {
+		f->pre_chunk = (unsigned)(f->pre_len - f->pre_done);
+		io_uring_prep_write(sqe, f->fd, f->pre + f->pre_done, f->pre_chunk, f->good + f->pre_done);
+		io_uring_sqe_set_data64(sqe, PREAMBLE_TAG + (uint64_t)which);
+		return;
+	}
+	struct wbuf *b = &w->bufs[f->queue[f->qhead]];
+	size_t left = b->len - b->done;
+	b->chunk = left > WRITE_CHUNK_MAX ? WRITE_CHUNK_MAX : (unsigned)left;
+	io_uring_prep_write(sqe, f->fd, b->data + b->done, b->chunk, f->good + b->done);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(b - w->bufs));
+}
+
+/* Start file `which`'s next write if none is in flight: its preamble when
+ * one is due and an append waits (or `alone`), else its head buffer. */
+static void uring_kick(tb_writer *w, int which, bool alone)
+{
+	struct wfile *f = &w->files[which];
+	if (f->fd < 0 || f->in_flight)
+		return;
+	if (preamble_due(f) && (f->qcount || alone)) {
+		compose_preamble_locked(f, which);
+		uring_write_next(w, which, true);
+	} else if (f->qcount) {
+		uring_write_next(w, which, false);
+	}
+}
+
+static void uring_preamble_complete(tb_writer *w, int which, int res)
+{
+	struct wfile *f = &w->files[which];
+	if (res == -EINTR || res == -EAGAIN) {
+		uring_write_next(w, which, true);
+		return;
+	}
+	if (res > 0) {
+		f->pre_done += (size_t)res;
+		if (f->pre_done < f->pre_len) {
+			w->stats.short_writes++;
+			uring_write_next(w, which, true);
+			return;
+		}
+		preamble_done_locked(w, f, 0);
+		f->in_flight = false;
+		uring_kick(w, which, false);
+		return;
+	}
+	/* failed: cut back; the append it preceded goes with it */
+	cut_back(w, f, f->pre_done);
+	preamble_done_locked(w, f, res < 0 ? res : -EIO);
+	f->in_flight = false;
+	if (f->qcount) {
+		f->in_flight = true;
+		uring_buffer_end(w, which, res < 0 ? res : -EIO);
+	}
+}
+
 static void uring_complete(tb_writer *w, uint64_t data, int res)
 {
 	if (data == FSYNC_TAG) {
@@ -267,25 +561,30 @@ static void uring_complete(tb_writer *w, uint64_t data, int res)
 			note_error(w, res, "an fsync of the log files failed");
 		return;
 	}
+	if (data >= PREAMBLE_TAG) {
+		uring_preamble_complete(w, (int)(data - PREAMBLE_TAG), res);
+		return;
+	}
 	struct wbuf *b = &w->bufs[data];
+	struct wfile *f = &w->files[b->file];
 	if (res == -EINTR || res == -EAGAIN) {
-		uring_prep_write(w, b);
+		uring_write_next(w, b->file, false);
 		return;
 	}
 	if (res <= 0) {
 		/* 0 for a non-empty write to a regular file: nothing will come of retrying */
-		note_error(w, res < 0 ? res : -EIO, "a write to the log files failed");
-		release_buf(w, b);
+		cut_back(w, f, b->done);
+		uring_buffer_end(w, b->file, res < 0 ? res : -EIO);
 		return;
 	}
 	b->done += (size_t)res;
 	if (b->done < b->len) {
 		if ((unsigned)res < b->chunk)
 			w->stats.short_writes++;
-		uring_prep_write(w, b);
+		uring_write_next(w, b->file, false);
 		return;
 	}
-	release_buf(w, b);
+	uring_buffer_end(w, b->file, 0);
 }
 
 /* Handle every completion there is; with `wait`, first wait for one. */
@@ -355,9 +654,17 @@ static int uring_acquire(tb_writer *w, struct wbuf **out)
 	return 0;
 }
 
+static bool uring_writing(const tb_writer *w)
+{
+	for (int i = 0; i < FILE_COUNT; i++)
+		if (w->files[i].in_flight)
+			return true;
+	return false;
+}
+
 static int uring_drain(tb_writer *w)
 {
-	while (w->busy > 0 || w->fsyncs_in_flight > 0) {
+	while (w->busy > 0 || w->fsyncs_in_flight > 0 || uring_writing(w)) {
 		int rc = uring_progress(w, true);
 		if (rc < 0)
 			return rc;
@@ -367,6 +674,8 @@ static int uring_drain(tb_writer *w)
 
 static int uring_flush(tb_writer *w)
 {
+	for (int i = 0; i < FILE_COUNT; i++) /* a preamble still due: one more try */
+		uring_kick(w, i, true);
 	int rc = uring_drain(w);
 	if (rc < 0)
 		return rc;
@@ -378,11 +687,11 @@ static int uring_flush(tb_writer *w)
 
 /* ---- pwrite thread backend ---- */
 
-static int pwrite_all(struct wbuf *b, uint64_t *shorts)
+static int pwrite_all(int fd, const char *p, size_t len, uint64_t off, size_t *done,
+		      uint64_t *shorts)
 {
-	while (b->done < b->len) {
-		ssize_t n = pwrite(b->fd, b->data + b->done, b->len - b->done,
-				   (off_t)(b->off + b->done));
+	while (*done < len) {
+		ssize_t n = pwrite(fd, p + *done, len - *done, (off_t)(off + *done));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -390,11 +699,49 @@ static int pwrite_all(struct wbuf *b, uint64_t *shorts)
 		}
 		if (n == 0)
 			return -EIO;
-		b->done += (size_t)n;
-		if (b->done < b->len)
+		*done += (size_t)n;
+		if (*done < len)
 			(*shorts)++;
 	}
 	return 0;
+}
+
+/* The writer thread: file `which`'s preamble, if one is due. Only this
+ * thread writes the files' offsets and preambles; the lock is for the
+ * notes, which the thread adds to and the main thread reads. */
+static int thread_preamble(tb_writer *w, int which, uint64_t *shorts)
+{
+	struct wfile *f = &w->files[which];
+	pthread_mutex_lock(&w->mu);
+	f->pre_queued = false;
+	bool due = preamble_due(f);
+	if (due)
+		compose_preamble_locked(f, which);
+	pthread_mutex_unlock(&w->mu);
+	if (!due)
+		return 0;
+	int rc = pwrite_all(f->fd, f->pre, f->pre_len, f->good, &f->pre_done, shorts);
+	if (rc < 0)
+		cut_back(w, f, f->pre_done);
+	pthread_mutex_lock(&w->mu);
+	preamble_done_locked(w, f, rc);
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+/* The writer thread: buffer b at its file's end, after the preamble. */
+static void thread_write(tb_writer *w, struct wbuf *b, uint64_t *shorts)
+{
+	struct wfile *f = &w->files[b->file];
+	int rc = thread_preamble(w, b->file, shorts);
+	if (rc == 0) {
+		rc = pwrite_all(f->fd, b->data, b->len, f->good, &b->done, shorts);
+		if (rc < 0)
+			cut_back(w, f, b->done);
+	}
+	pthread_mutex_lock(&w->mu);
+	buffer_done_locked(w, b, rc);
+	pthread_mutex_unlock(&w->mu);
 }
 
 static void *writer_thread(void *arg)
@@ -412,9 +759,11 @@ static void *writer_thread(void *arg)
 		pthread_mutex_unlock(&w->mu);
 
 		uint64_t shorts = 0;
-		int rc;
+		int rc = 0;
 		if (j.kind == JOB_WRITE)
-			rc = pwrite_all(&w->bufs[j.buf], &shorts);
+			thread_write(w, &w->bufs[j.buf], &shorts);
+		else if (j.kind == JOB_PREAMBLE)
+			thread_preamble(w, j.file, &shorts);
 		else
 			rc = fdatasync(j.fd) < 0 ? -errno : 0;
 
@@ -422,11 +771,9 @@ static void *writer_thread(void *arg)
 		if (j.kind == JOB_WRITE) {
 			w->bufs[j.buf].busy = false;
 			w->busy--;
-			w->stats.short_writes += shorts;
 		}
-		note_error_locked(w, rc,
-				  j.kind == JOB_WRITE ? "a write to the log files failed"
-						      : "an fsync of the log files failed");
+		w->stats.short_writes += shorts;
+		note_error_locked(w, rc, "an fsync of the log files failed");
 		w->pending--;
 		pthread_cond_broadcast(&w->done);
 	}
@@ -518,8 +865,24 @@ static void thread_fsync(tb_writer *w)
 	}
 }
 
+/* A preamble due with no append to precede it: tried on its own, unless
+ * the thread is busy (an append will take it along). */
+static void thread_kick_preambles(tb_writer *w)
+{
+	for (int i = 0; i < FILE_COUNT; i++) {
+		struct wfile *f = &w->files[i];
+		pthread_mutex_lock(&w->mu);
+		bool due = f->fd >= 0 && preamble_due(f) && !f->pre_queued;
+		f->pre_queued |= due;
+		pthread_mutex_unlock(&w->mu);
+		if (due)
+			thread_enqueue(w, (struct job){.kind = JOB_PREAMBLE, .file = i});
+	}
+}
+
 static void thread_flush(tb_writer *w)
 {
+	thread_kick_preambles(w);
 	thread_fsync(w); /* the queue is FIFO: it runs after every write */
 	pthread_mutex_lock(&w->mu);
 	while (w->pending > 0)
@@ -555,16 +918,20 @@ static int append(tb_writer *w, int which, const void *p, size_t len)
 	memcpy(b->data, p, len);
 	b->len = len;
 	b->done = 0;
-	b->fd = f->fd;
-	b->off = f->size;
+	b->file = which;
+	b->interval_ns = w->interval_ns;
+	lock(w);
 	f->size += len;
 	w->stats.appends++;
 	w->stats.bytes += len;
+	unlock(w);
 	if (!w->uring) {
 		thread_enqueue(w, (struct job){.kind = JOB_WRITE, .buf = (int)(b - w->bufs)});
 		return 0;
 	}
-	uring_prep_write(w, b);
+	f->queue[(f->qhead + f->qcount++) % w->nbufs] = (int)(b - w->bufs);
+	uring_reap(w, false); /* writes that finished make room for the next: no system call */
+	uring_kick(w, which, false);
 	rc = uring_submit(w);
 	if (rc < 0)
 		note_error(w, rc, "io_uring refused to submit or complete the log writes");
@@ -681,11 +1048,6 @@ static int open_pair(const tb_writer *w, int64_t start_ns, struct wfile out[FILE
 	return -EEXIST;
 }
 
-static double seconds(int64_t ns)
-{
-	return (double)ns / 1e9;
-}
-
 /* Put the configured extra '#[...]' lines after the header's first line
  * (the comment), so every reader still finds StartTime, BaseTime and the
  * legend where it expects them. */
@@ -706,7 +1068,6 @@ static int install_pair(tb_writer *w, const struct wfile files[FILE_COUNT], int6
 {
 	char header[HEADER_MAX];
 	char title[sizeof(SIDECAR_TITLE) + NAME_MAX + sizeof(TB_SIDECAR_COLUMNS) + 2];
-	memcpy(w->files, files, sizeof(w->files));
 	w->file_start_ns = start_ns;
 	w->intervals_since_fsync = 0;
 	int n = tb_log_format_header(header, sizeof(header), w->comment, seconds(start_ns),
@@ -716,22 +1077,57 @@ static int install_pair(tb_writer *w, const struct wfile files[FILE_COUNT], int6
 	n = insert_extra_header(w, header, (size_t)n);
 	w->header_len = (uint64_t)n;
 	int t = snprintf(title, sizeof(title), SIDECAR_TITLE "%s\n" TB_SIDECAR_COLUMNS,
-			 base_name(w->files[FILE_LOG].path));
+			 base_name(files[FILE_LOG].path));
 	if (t < 0 || (size_t)t >= sizeof(title))
 		return -ENAMETOOLONG; /* a name open() accepted is at most NAME_MAX */
-	int rc = append(w, FILE_LOG, header, (size_t)n);
-	if (rc == 0)
-		rc = append(w, FILE_SIDECAR, title, (size_t)t);
-	return rc;
+	/* each file's header is its first preamble: written now if it can
+	 * be, else before its first line that can (notes not yet written to
+	 * the old files go on to the new ones) */
+	const char *heads[FILE_COUNT] = {header, title};
+	size_t lens[FILE_COUNT] = {(size_t)n, (size_t)t};
+	for (int i = 0; i < FILE_COUNT; i++) {
+		struct wfile *f = &w->files[i];
+		char *copy = malloc(lens[i]);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, heads[i], lens[i]);
+		lock(w);
+		free(f->header);
+		f->header = copy;
+		f->header_len = lens[i];
+		f->fd = files[i].fd;
+		memcpy(f->path, files[i].path, sizeof(f->path));
+		f->good = 0;
+		f->size = lens[i];
+		f->qhead = f->qcount = 0;
+		f->in_flight = false;
+		w->stats.appends++;
+		w->stats.bytes += lens[i];
+		unlock(w);
+	}
+	if (w->uring) {
+		for (int i = 0; i < FILE_COUNT; i++)
+			uring_kick(w, i, true);
+		int rc = uring_submit(w);
+		if (rc < 0)
+			note_error(w, rc, "io_uring refused to submit or complete the log writes");
+		return 0;
+	}
+	thread_kick_preambles(w);
+	return 0;
 }
 
 static int close_files(tb_writer *w)
 {
 	int rc = 0;
 	for (int i = 0; i < FILE_COUNT; i++) {
-		if (w->files[i].fd >= 0 && close(w->files[i].fd) < 0 && !rc)
+		struct wfile *f = &w->files[i];
+		/* not even its header could be written: an empty file is no log */
+		if (f->fd >= 0 && f->header && f->good == 0)
+			unlink(f->path);
+		if (f->fd >= 0 && close(f->fd) < 0 && !rc)
 			rc = -errno;
-		w->files[i].fd = -1;
+		f->fd = -1;
 	}
 	if (rc)
 		note_error(w, rc, "closing a log file failed");
@@ -897,6 +1293,7 @@ static void rotate(tb_writer *w, int64_t start_ns)
 
 double tb_writer_begin_interval(tb_writer *w, int64_t interval_start_ns)
 {
+	w->interval_ns = interval_start_ns;
 	if (rotation_due(w, interval_start_ns))
 		rotate(w, interval_start_ns);
 	return seconds(w->file_start_ns);
@@ -922,8 +1319,15 @@ int tb_writer_end_interval(tb_writer *w)
 
 int tb_writer_poll(tb_writer *w)
 {
-	if (w->uring)
+	/* a preamble due (space may have come back): tried on its own */
+	if (w->uring) {
 		uring_progress(w, false);
+		for (int i = 0; i < FILE_COUNT; i++)
+			uring_kick(w, i, true);
+		uring_progress(w, false);
+	} else {
+		thread_kick_preambles(w);
+	}
 	return tb_writer_error(w, NULL);
 }
 
@@ -999,6 +1403,11 @@ static void destroy(tb_writer *w)
 	if (w->bufs)
 		for (int i = 0; i < w->nbufs; i++)
 			free(w->bufs[i].data);
+	for (int i = 0; i < FILE_COUNT; i++) {
+		free(w->files[i].header);
+		free(w->files[i].pre);
+		free(w->files[i].queue);
+	}
 	free(w->bufs);
 	free(w->jobs);
 	free(w->dir);
@@ -1017,6 +1426,7 @@ static int alloc_writer(tb_writer **out, const tb_writer_config *c)
 	for (int i = 0; i < FILE_COUNT; i++)
 		w->files[i].fd = -1;
 	w->cfg = *c;
+	w->interval_ns = 0;
 	w->dir = strdup(c->dir);
 	w->bus = strdup(c->bus);
 	w->comment = c->comment ? strdup(c->comment) : NULL;
@@ -1025,6 +1435,12 @@ static int alloc_writer(tb_writer **out, const tb_writer_config *c)
 	w->bufs = calloc((size_t)w->nbufs, sizeof(*w->bufs));
 	if (!w->dir || !w->bus || (c->comment && !w->comment) || !w->bufs)
 		return -ENOMEM;
+	for (int i = 0; i < FILE_COUNT; i++) {
+		w->files[i].pre = malloc(PREAMBLE_CAP);
+		w->files[i].queue = calloc((size_t)c->queue_depth, sizeof(int));
+		if (!w->files[i].pre || !w->files[i].queue)
+			return -ENOMEM;
+	}
 	w->cfg.dir = w->dir;
 	w->cfg.bus = w->bus;
 	w->cfg.comment = w->comment;

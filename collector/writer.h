@@ -85,7 +85,23 @@ typedef struct tb_writer_stats {
 	uint64_t fsyncs;       /* per file */
 	uint64_t rotations;
 	uint64_t files_removed; /* by retention, logs only */
+	uint64_t lost_appends;  /* appends dropped whole because their write failed */
+	uint64_t lost_intervals; /* (file, interval) pairs of which something was dropped */
 } tb_writer_stats;
+
+/* One interval of one file lost to a failed write, for the collector to
+ * report (the files note it themselves when writing resumes). */
+typedef struct tb_writer_loss {
+	int64_t interval_ns; /* its start, wall clock ns */
+	int which;           /* 0: the log, 1: the sidecar */
+	int err;             /* negative errno */
+	char file[4096];     /* the file's path */
+} tb_writer_loss;
+
+/* Take the oldest loss not yet taken: 1, or 0 when there is none. *untold
+ * (if given) gets how many were lost past what the writer keeps (counted
+ * only, taken with it). */
+int tb_writer_take_loss(tb_writer *w, tb_writer_loss *out, uint64_t *untold);
 
 void tb_writer_get_stats(const tb_writer *w, tb_writer_stats *s);
 

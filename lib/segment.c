@@ -255,6 +255,29 @@ static int map_existing(tb_seg *s, int fd, int wait_ms, const char **why)
 	return 0;
 }
 
+int tb_seg_size_check(const tb_seg *s, uint64_t *file_size)
+{
+	struct stat st;
+	if (fstat(s->fd, &st) < 0)
+		return -errno;
+	if (file_size)
+		*file_size = (uint64_t)st.st_size;
+	return (uint64_t)st.st_size < s->size ? 1 : 0;
+}
+
+/* Only system calls here: the collector's SIGBUS handler calls it. */
+int tb_seg_restore_size(const tb_seg *s)
+{
+	if (s->flags & TB_SEG_READONLY)
+		return -EROFS;
+	struct stat st;
+	if (fstat(s->fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size >= s->size)
+		return 0;
+	return ftruncate(s->fd, (off_t)s->size) < 0 ? -errno : 0;
+}
+
 void tb_seg_ring_reset(tb_seg *s, uint32_t i, uint32_t index)
 {
 	tb_ring_header *ring = tb_seg_ring(s, i);
@@ -349,7 +372,11 @@ int tb_seg_open(tb_seg *s, const char *dir, const char *bus, const tb_seg_config
 	for (int i = 0; i < n; i++) {
 		if (seg_path(path, dirs[i], bus) < 0)
 			return fail(why, "segment path too long", -ENAMETOOLONG);
-		int fd = open(path, ((flags & TB_SEG_READONLY) ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC);
+		/* O_NONBLOCK: a FIFO planted at the path opens at once (a read-only
+		 * open would wait for a writer) and is then refused as not a
+		 * regular file; on a regular file the flag changes nothing */
+		int fd = open(path, ((flags & TB_SEG_READONLY) ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC |
+					    O_NONBLOCK);
 		if (fd < 0 && errno == ENOENT)
 			continue;
 		if (fd < 0)

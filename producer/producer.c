@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tailbus/bus.h"
+#include "guard.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
@@ -192,8 +193,11 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 		make_noop(p, rc, why ? why : "cannot open the bus");
 		return p;
 	}
+	/* listed for the SIGBUS guard from the first store into the segment */
+	tb__guard_add(seg->base, seg->size, seg->fd);
 	int slot = claim_slot(seg, thread_name);
 	if (slot < 0) {
+		tb__guard_remove(seg->base);
 		tb_seg_close(seg);
 		free(seg);
 		make_noop(p, slot, "every ring of the bus is taken (raise the slot count)");
@@ -236,6 +240,7 @@ void tb_detach(tb_producer *p)
 		/* the final position, so the collector drains exactly what was written */
 		__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
 		__atomic_store_n(&s->state, TB_SLOT_DETACHED, __ATOMIC_RELEASE);
+		tb__guard_remove(seg->base);
 		tb_seg_close(seg);
 		free(seg);
 	}

@@ -204,4 +204,15 @@ EOF2
 }
 check "a run on stdin (-) and a gzip'd run read as the plain logs" inputs_as_they_come
 
+compare_escapes() {
+	printf '#[StartTime: 1.000 (seconds since epoch)]\n"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n\033]0;owned\007\033[31m,1.0,2.0,AAAA\n' \
+		>"$tmp/esc.hlog"
+	"$TAILBUS" compare "$tmp/esc.hlog" -- "$tmp/esc.hlog" >/dev/null 2>"$tmp/esc.err" || true
+	if LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$tmp/esc.err"; then
+		echo "  a control byte reached stderr: $(cat -v "$tmp/esc.err")"; return 1
+	fi
+	grep -qF "'\\x1b]0;owned\\x07\\x1b[31m' is not a number" "$tmp/esc.err" || { cat "$tmp/esc.err"; return 1; }
+}
+check "control bytes from a log are escaped in compare's error messages" compare_escapes
+
 summary compare_cli

@@ -244,4 +244,34 @@ usage_errors() {
 }
 check "usage errors exit 2 and name the option" usage_errors
 
+impossible_range() {
+	local rc=0
+	"$TAILBUS" replay "$V2" --start 50 --end 10 >"$tmp/ir.out" 2>"$tmp/ir.err" || rc=$?
+	expect_eq rc "$rc" 2 && grep -q -- "--start 50 s is after --end 10 s" "$tmp/ir.err"
+}
+check "--start after --end is a usage error" impossible_range
+
+empty_selection() {
+	local rc=0
+	printf '#[StartTime: 1.000 (seconds since epoch)]\n"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n' \
+		>"$tmp/empty.hlog"
+	"$TAILBUS" replay "$tmp/empty.hlog" >/dev/null 2>"$tmp/es.err" || rc=$?
+	expect_eq "no lines: rc" "$rc" 1 && grep -q "the given files hold no interval lines" "$tmp/es.err" || return 1
+	rc=0
+	"$TAILBUS" replay "$V2" --start 100000 >/dev/null 2>"$tmp/es2.err" || rc=$?
+	expect_eq "none in range: rc" "$rc" 1 && grep -q "no interval of the given files lies between" "$tmp/es2.err"
+}
+check "a file with no interval lines, or a range that selects none, is an error" empty_selection
+
+replay_escapes() {
+	printf '#[StartTime: 1.000 (seconds since epoch)]\n"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n\033]0;owned\007\033[31m,1.0,2.0,AAAA\n' \
+		>"$tmp/esc.hlog"
+	"$TAILBUS" replay "$tmp/esc.hlog" >/dev/null 2>"$tmp/esc.err" || true
+	if LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$tmp/esc.err"; then
+		echo "  a control byte reached stderr: $(cat -v "$tmp/esc.err")"; return 1
+	fi
+	grep -qF "'\\x1b]0;owned\\x07\\x1b[31m' is not a number" "$tmp/esc.err" || { cat "$tmp/esc.err"; return 1; }
+}
+check "control bytes from a log are escaped in replay's error messages" replay_escapes
+
 summary replay_cli

@@ -4,6 +4,7 @@
  *           [--mode span|start|end] [--base-ns X] [--seed S] [--expect FILE]
  *           [--hold-ms H] [--no-detach] [--name THREADPREFIX] [--prefix METRICPREFIX]
  *           [--octaves O]
+ *           [--guard]
  *   tb_emit --now        print the bus clock (to pass as --base-ns)
  *
  * Thread t records N events at R per second (0 = as fast as it can), over
@@ -18,6 +19,8 @@
  * --expect writes the per-metric figures of the recorded values (from an
  * in-process histogram) as "metric total p50 p90 p99 p99.9 p99.99 max"; the
  * process's own stats go to stdout as "attempted written dropped folded".
+ * --guard calls tb_guard_segment_faults() first (a segment truncated under
+ * the threads is repaired, not fatal) and appends the repairs to that line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,7 +47,7 @@ struct opts {
 	uint64_t count, rate, seed, base_ns;
 	int octaves;
 	enum mode mode;
-	bool no_detach;
+	bool no_detach, guard;
 };
 
 struct worker {
@@ -155,7 +158,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"metrics", 1, 0, 'm'}, {"mode", 1, 0, 'M'}, {"base-ns", 1, 0, 'B'}, {"seed", 1, 0, 's'},
 		{"expect", 1, 0, 'e'}, {"hold-ms", 1, 0, 'H'}, {"no-detach", 0, 0, 'D'},
 		{"now", 0, 0, 'N'}, {"name", 1, 0, 'a'}, {"prefix", 1, 0, 'p'},
-		{"octaves", 1, 0, 'O'}, {0, 0, 0, 0}};
+		{"octaves", 1, 0, 'O'}, {"guard", 0, 0, 'G'}, {0, 0, 0, 0}};
 	*o = (struct opts){.bus = "default", .name = "emit", .prefix = "m", .threads = 1, .metrics = 1, .count = 1000, .seed = 1,
 			   .octaves = OCTAVES_MAX};
 	int c;
@@ -181,6 +184,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			if (o->octaves < 1 || o->octaves > OCTAVES_MAX)
 				return -EINVAL;
 			break;
+		case 'G': o->guard = true; break;
 		case 'N': {
 			tb_producer fake = {0};
 			printf("%" PRIu64 "\n", tb_now(&fake));
@@ -204,6 +208,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tb_emit: cannot write %s\n", o.expect);
 		return 1;
 	}
+	if (o.guard && (rc = tb_guard_segment_faults()) < 0) {
+		fprintf(stderr, "tb_emit: cannot guard against truncation: %s\n", strerror(-rc));
+		return 1;
+	}
 	pthread_t th[MAX_THREADS];
 	struct worker w[MAX_THREADS];
 	for (int t = 0; t < o.threads; t++) {
@@ -223,7 +231,10 @@ int main(int argc, char **argv)
 		total.dropped += w[t].stats.dropped;
 		total.folded += w[t].stats.folded;
 	}
-	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", total.attempted, total.written,
+	printf("%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, total.attempted, total.written,
 	       total.dropped, total.folded);
+	if (o.guard)
+		printf(" %" PRIu64, tb_guard_repairs());
+	printf("\n");
 	return status;
 }

@@ -1,11 +1,16 @@
 /* tb_scribble.c - a hostile process writing garbage where producers may write.
  *
  *   tb_scribble --bus B --thread NAME --what indices|mask|metrics|header-copy
+ *   tb_scribble --bus B --what slots [--round R]
  *
  * indices: pushes the producer index of NAME's ring far past its consumer;
  * mask:    overwrites the ring header's size and mask;
  * metrics: fills every metric entry not named "good..." with random bytes
- *          (states, lengths, names without a terminator).
+ *          (states, lengths, names without a terminator);
+ * slots:   leaves every slot in a state no honest producer leaves it in,
+ *          slot i (plus the round) choosing which: a state that is none,
+ *          CLAIMED by a running process (pid 1), LIVE or QUARANTINED with
+ *          pid 1 and a start time that is not init's, or none at all.
  * The collector must report and quarantine what it cannot trust, keep
  * serving the other rings, and never read out of bounds.
  */
@@ -28,16 +33,43 @@ static int find_thread(const tb_seg *s, const char *name)
 	return -1;
 }
 
+#define IMPOSSIBLE_STATE 0xdeadbeefu
+#define INIT_PID 1 /* a process that runs, and owns no slot */
+#define NOT_INITS_START 999
+
+static void scribble_slots(tb_seg *s, int round)
+{
+	for (uint32_t i = 0; i < s->layout.slot_count; i++) {
+		tb_slot *slot = tb_seg_slot(s, i);
+		uint32_t state;
+		switch ((i + (uint32_t)round) % 5) {
+		case 0: state = IMPOSSIBLE_STATE; break;
+		case 1: state = TB_SLOT_CLAIMED; break;
+		case 2: state = TB_SLOT_LIVE; break;
+		case 3: state = TB_SLOT_QUARANTINED; break;
+		default: state = TB_SLOT_LIVE; break;
+		}
+		slot->pid = INIT_PID;
+		slot->pid_start_time = (i + (uint32_t)round) % 5 == 4 ? 0 : NOT_INITS_START;
+		slot->generation = (uint32_t)rand();
+		slot->attached_ns = 0;
+		__atomic_store_n(&slot->state, state, __ATOMIC_RELEASE);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *bus = NULL, *thread = NULL, *what = NULL;
+	int round = 0;
 	static const struct option longs[] = {
-		{"bus", 1, 0, 'b'}, {"thread", 1, 0, 't'}, {"what", 1, 0, 'w'}, {0, 0, 0, 0}};
+		{"bus", 1, 0, 'b'}, {"thread", 1, 0, 't'}, {"what", 1, 0, 'w'}, {"round", 1, 0, 'r'},
+		{0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
 		if (c == 'b') bus = optarg;
 		else if (c == 't') thread = optarg;
 		else if (c == 'w') what = optarg;
+		else if (c == 'r') round = atoi(optarg);
 		else return 2;
 	}
 	if (!bus || !what)
@@ -57,6 +89,11 @@ int main(int argc, char **argv)
 			for (size_t k = 0; k < sizeof(tb_metric_entry); k++)
 				e[k] = (uint8_t)rand();
 		}
+		tb_seg_close(&s);
+		return 0;
+	}
+	if (!strcmp(what, "slots")) {
+		scribble_slots(&s, round);
 		tb_seg_close(&s);
 		return 0;
 	}

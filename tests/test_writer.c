@@ -673,10 +673,15 @@ static void assert_child(pid_t pid)
 }
 
 /* A write that crosses RLIMIT_FSIZE comes back short, its remainder with
- * EFBIG: the writer continues the short write, then reports the error. */
+ * EFBIG: the writer continues the short write, gets the error, cuts the
+ * file back to its last whole write (no partial line), drops the append
+ * whole and counts its interval lost. The next append that fits is written
+ * after a comment line that says which interval was lost and why, and the
+ * sidecar gets a `lost` row. */
 #define FSIZE_LIMIT 4096
+#define SMALL_LINE "after\n"
 
-static void a_write_past_the_file_size_limit_is_reported_as_efbig(struct fixture *f)
+static void a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted(struct fixture *f)
 {
 	char big[2 * FSIZE_LIMIT];
 	memset(big, 'z', sizeof(big));
@@ -695,32 +700,52 @@ static void a_write_past_the_file_size_limit_is_reported_as_efbig(struct fixture
 		const char *why;
 		if (tb_writer_open(&w, &c, T0 * NS, &why) < 0)
 			_exit(CHILD_OPEN);
+		tb_writer_begin_interval(w, T0 * NS);
 		if (tb_writer_append_log(w, big, sizeof(big)) < 0)
 			_exit(CHILD_WRITE);
 		if (tb_writer_flush(w) != -EFBIG)
 			_exit(CHILD_ERRNO);
 		tb_writer_stats s;
 		tb_writer_get_stats(w, &s);
-		if (s.short_writes < 1)
+		if (s.short_writes < 1 || s.lost_appends != 1 || s.lost_intervals != 1)
 			_exit(CHILD_STATS);
 		if (tb_writer_error(w, &why) != -EFBIG || !why)
 			_exit(CHILD_WHY);
-		if (tb_writer_close(w) != -EFBIG)
+		tb_writer_loss loss;
+		uint64_t untold;
+		if (tb_writer_take_loss(w, &loss, &untold) != 1 || loss.interval_ns != T0 * NS ||
+		    loss.err != -EFBIG || loss.which != 0 || untold != 0 ||
+		    tb_writer_take_loss(w, &loss, &untold) != 0)
+			_exit(CHILD_WHY);
+		tb_writer_begin_interval(w, (T0 + 1) * NS);
+		if (tb_writer_append_log(w, SMALL_LINE, strlen(SMALL_LINE)) < 0)
+			_exit(CHILD_WRITE);
+		if (tb_writer_close(w) != -EFBIG) /* the first error, still */
 			_exit(CHILD_ERRNO);
 		_exit(CHILD_OK);
 	}
 	assert_child(pid);
-	char path[PATH_MAX];
-	struct stat st;
-	snprintf(path, sizeof(path), "%s/" BUS "." T0_STAMP ".hlog", f->dir);
-	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(st.st_size, FSIZE_LIMIT); /* the short write's part landed */
 	char want[FSIZE_LIMIT];
 	size_t h = expected_header(want, sizeof(want), T0 * NS);
-	memset(want + h, 'z', FSIZE_LIMIT - h);
-	assert_file_is(f->dir, BUS "." T0_STAMP ".hlog", want, FSIZE_LIMIT);
+	int n = snprintf(want + h, sizeof(want) - h,
+			 "# tailbus: 1 interval lost from the log, %lld.000 to %lld.000: %s\n" SMALL_LINE,
+			 (long long)T0, (long long)T0, strerror(EFBIG));
+	assert_file_is(f->dir, BUS "." T0_STAMP ".hlog", want, h + (size_t)n);
+	char side[PATH_MAX];
+	snprintf(side, sizeof(side), "%s/" BUS "." T0_STAMP ".health.csv", f->dir);
+	FILE *sf = fopen(side, "r");
+	assert_non_null(sf);
+	char line[512], row[512];
+	snprintf(row, sizeof(row), "%lld.000,lost,log:%lld.000:%s,1,,,,,,,,,,,,\n", (long long)T0,
+		 (long long)T0, strerror(EFBIG));
+	bool found = false;
+	while (fgets(line, sizeof(line), sf))
+		found |= strcmp(line, row) == 0;
+	fclose(sf);
+	if (!found)
+		fail_msg("no row '%s' in %s", row, side);
 }
-UNDER_BOTH_BACKENDS(a_write_past_the_file_size_limit_is_reported_as_efbig)
+UNDER_BOTH_BACKENDS(a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted)
 
 /* Every name for second T0+1 is taken, so the rotation there fails: the
  * writer says so and goes on writing the file it has; the next rotation
@@ -826,7 +851,7 @@ int main(void)
 		BOTH(open_creates_missing_dirs_and_names_the_file_by_utc_start),
 		BOTH(open_under_a_regular_file_fails_with_errno_and_a_sentence),
 		BOTH(open_refuses_a_bad_configuration_with_einval_and_a_sentence),
-		BOTH(a_write_past_the_file_size_limit_is_reported_as_efbig),
+		BOTH(a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted),
 		BOTH(a_rotation_that_cannot_create_its_files_keeps_writing_the_current_ones),
 		TEST(io_uring_refused_by_seccomp_falls_back_to_the_pwrite_thread_and_says_why),
 	};

@@ -212,7 +212,7 @@ ok = True
 if top["count"] < 1000000 * top["intervals"]:
     print("  busy0: %d events in %d intervals, not millions a second" % (top["count"], top["intervals"]))
     ok = False
-pairs = [("intervals", "intervals"), ("count", "total")] + \
+pairs = [("intervals", "intervals"), ("count", "count")] + \
         [(k, k) for k in ("p50", "p90", "p99", "p99_9", "p99_99", "max")]
 for t, r in pairs:
     if top[t] != rep[r]:

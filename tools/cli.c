@@ -11,13 +11,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ESCAPE_BELOW 0x20 /* C0 control characters */
+#define ESCAPE_DEL 0x7f
+#define ERROR_MAX 4096    /* one message; a longer one ends in "..." */
+
+/* A message may quote bytes from a log (a tag, a field): control bytes
+ * (C0 and DEL) are written as \xNN, so a log cannot move the cursor, set
+ * the title or end the line on the user's terminal. Bytes from 0x80 up are
+ * left alone: they may be UTF-8. */
+static void put_escaped(FILE *out, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < ESCAPE_BELOW || ch == ESCAPE_DEL)
+			fprintf(out, "\\x%02x", ch);
+		else
+			fputc(ch, out);
+	}
+}
+
 void tb_cli_error(const char *verb, const char *fmt, ...)
 {
+	char msg[ERROR_MAX];
 	va_list ap;
-	fprintf(stderr, "tailbus %s: ", verb);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		n = 0;
+	fprintf(stderr, "tailbus %s: ", verb);
+	put_escaped(stderr, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+	if ((size_t)n >= sizeof(msg))
+		fputs("...", stderr);
 	fputc('\n', stderr);
 }
 

@@ -1250,6 +1250,11 @@ static int check_options(const struct options *o)
 		tb_cli_error(VERB, "--tag '%s' is not a valid tag (no ',', space or newline)", o->tag);
 		return -EINVAL;
 	}
+	if (o->start > o->end) {
+		tb_cli_error(VERB, "--start %g s is after --end %g s: no interval can be selected", o->start,
+			     o->end);
+		return -EINVAL;
+	}
 	if (o->series && (o->format == FMT_HGRM || o->format == FMT_HGRM_CSV)) {
 		tb_cli_error(VERB, "--series prints in text, csv or json, not in the hgrm formats");
 		return -EINVAL;
@@ -1406,10 +1411,19 @@ int tb_cmd_replay(int argc, char **argv)
 		free_state(&st);
 		return TB_EXIT_INPUT;
 	}
-	size_t unused;
+	size_t unused, intervals = 0;
+	for (size_t i = 0; i < st.ntags; i++)
+		intervals += st.tags[i].intervals;
 	if (st.opt.tag && !find_tag(&st, st.opt.tag, NULL, &unused)) {
 		tb_cli_error(VERB, "tag '%s' has no intervals in the selected range of the given files",
 			     st.opt.tag);
+		st.status = TB_EXIT_INPUT;
+	} else if (intervals == 0 && st.status == TB_EXIT_OK) {
+		/* an empty report would read as "no latency at all" (where lines
+		 * were refused, each has been named already) */
+		tb_cli_error(VERB, isinf(st.opt.start) && isinf(st.opt.end)
+					   ? "the given files hold no interval lines"
+					   : "no interval of the given files lies between --start and --end");
 		st.status = TB_EXIT_INPUT;
 	}
 	report(&st);

@@ -145,6 +145,26 @@ int tb_producer_error(const tb_producer *p, const char **why);
  * errno and sentence of tb_producer_error(). Cold path: reads the clock. */
 int tb_producer_collector(const tb_producer *p, const char **why);
 
+/* A segment file truncated under the engine. Anyone who may write the
+ * segment may shrink it, and the next store of a thread into a ring past the
+ * cut is then a SIGBUS, whose default action ends the process. The
+ * collector gives the file its size back within about a millisecond
+ * (docs/design.md, "A segment that shrinks"), but a thread that records in
+ * that window is not saved by it. This library never installs a signal
+ * handler of its own accord: an engine that wants to survive such a
+ * truncation calls tb_guard_segment_faults() once, and from then on a
+ * SIGBUS at an address inside a segment this process has attached gives
+ * the file its size back (ftruncate) and returns, so the store is retried
+ * and lands, its event lost with the rest of the cut ring (the collector
+ * quarantines the ring; later events are counted dropped). A fault
+ * anywhere else goes to the handler that was installed before, or to the
+ * default action. Up to TB_GUARD_SEGMENTS attached handles are covered at a
+ * time. Returns 0 or a negative errno (sigaction's). */
+#define TB_GUARD_SEGMENTS 256
+int tb_guard_segment_faults(void);
+/* How many faults the guard repaired in this process. */
+uint64_t tb_guard_repairs(void);
+
 #if defined(__GNUC__)
 #define TB_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else

@@ -101,6 +101,16 @@ void tb_seg_close(tb_seg *s);
 /* Remove the segment file (tests, `tailbusd --fresh`). */
 int tb_seg_unlink(const char *dir, const char *bus);
 
+/* Whether the segment file is still as large as the mapping: 0 if it is,
+ * 1 if it was shrunk (truncated by someone who may write it), with the
+ * size found in *file_size, or a negative errno. One fstat. */
+int tb_seg_size_check(const tb_seg *s, uint64_t *file_size);
+/* Bring a shrunk segment file back to the mapping's size (ftruncate), so
+ * that the mapping's pages past the cut exist again: they read as zeros,
+ * whatever was there before is lost. Returns 0 or a negative errno
+ * (-EROFS on a read-only mapping). Async-signal-safe. */
+int tb_seg_restore_size(const tb_seg *s);
+
 /* Check a header read from a segment of `size` bytes: magic, version,
  * capacities and that every region lies inside the file. 0 or -EINVAL/-EPROTO. */
 int tb_seg_validate(const tb_seg_header *h, size_t size, const char **why);
