@@ -1,0 +1,182 @@
+/* prom.c - HDR histograms mapped to Prometheus buckets (see tailbus/prom.h).
+ *
+ * Both views walk the recorded HDR buckets once and place each whole count by
+ * the bucket's highest equivalent value, so the mapping is additive: the map
+ * of a sum of histograms is the sum of their maps, which is what lets a
+ * Prometheus `sum(...)` over hosts equal `tailbus replay` of their merged logs.
+ *
+ * The native index follows client_golang's rule: with v = frac * 2^exp and
+ * frac in [0.5, 1) (frexp), the index at schema s (n = 2^s buckets an
+ * octave) is (exp - 1) * n + j, j the first of the n in-octave lower bounds
+ * 2^(j/n) / 2 that is >= frac. Only the bounds of one octave are computed, on
+ * the caller's stack, so the mapping keeps no global state.
+ */
+#include "tailbus/prom.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS_PER_S 1e9
+
+/* The R10 preferred numbers of a decade, x100 so they are integers. */
+static const int r10[TB_PROM_CLASSIC_PER_DECADE] = {100, 125, 160, 200, 250, 320, 400, 500, 630, 800};
+/* 1 us is r10[0] (100) x 10 ns: decade d's bounds are r10[m] x 10^(d+1) ns. */
+#define CLASSIC_FIRST_SCALE_NS 10
+
+double tb_prom_native_bound(int schema)
+{
+	return exp2(exp2(-(double)schema)) - 1;
+}
+
+double tb_prom_classic_bound(void)
+{
+	double worst = 0;
+	for (int m = 0; m < TB_PROM_CLASSIC_PER_DECADE; m++) {
+		double next = m + 1 < TB_PROM_CLASSIC_PER_DECADE ? r10[m + 1] : r10[0] * 10;
+		if (next / r10[m] - 1 > worst)
+			worst = next / r10[m] - 1;
+	}
+	return worst;
+}
+
+static void octave_bounds(int schema, double *bounds)
+{
+	int n = 1 << schema;
+	for (int j = 0; j < n; j++)
+		bounds[j] = exp2((double)j / n) / 2;
+}
+
+static int32_t index_with(double v, int schema, const double *bounds)
+{
+	int exp;
+	double frac = frexp(v, &exp);
+	int n = 1 << schema, lo = 0, hi = n; /* first j with bounds[j] >= frac, n if none */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (bounds[mid] >= frac)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return (int32_t)(exp - 1) * n + lo;
+}
+
+int32_t tb_prom_native_index(int64_t ns, int schema)
+{
+	double bounds[1 << TB_PROM_SCHEMA_MAX];
+	octave_bounds(schema, bounds);
+	return index_with((double)ns / NS_PER_S, schema, bounds);
+}
+
+double tb_prom_native_upper(int32_t index, int schema)
+{
+	return exp2((double)index / (1 << schema));
+}
+
+/* The value HDR reports for a bucket, and its midpoint for the sum. */
+static double bucket_sum_s(const tb_hist *h, int64_t value, int64_t count)
+{
+	return (double)tb_hist_median_equivalent(h, value) * (double)count / NS_PER_S;
+}
+
+int tb_prom_native_from_hist(const tb_hist *h, int schema, tb_prom_native *out)
+{
+	if (schema < TB_PROM_SCHEMA_MIN || schema > TB_PROM_SCHEMA_MAX)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->schema = schema;
+	double bounds[1 << TB_PROM_SCHEMA_MAX];
+	octave_bounds(schema, bounds);
+	if (tb_hist_max(h) == 0) { /* empty, or only zeros */
+		out->count = out->zero_count = (uint64_t)h->total;
+		return 0;
+	}
+	/* The index range: from the smallest non-zero bucket to the largest. */
+	int64_t low = tb_hist_min(h) > 0 ? tb_hist_min(h) : 1;
+	int32_t first = index_with((double)tb_hist_highest_equivalent(h, low) / NS_PER_S, schema, bounds);
+	int32_t last = index_with((double)tb_hist_max(h) / NS_PER_S, schema, bounds);
+	if (last < first)
+		last = first;
+	out->counts = calloc((size_t)(last - first + 1), sizeof(*out->counts));
+	if (!out->counts)
+		return -ENOMEM;
+	out->first = first;
+	tb_hist_iter it;
+	tb_hist_iter_recorded(&it, h);
+	while (tb_hist_iter_next(&it)) {
+		out->count += (uint64_t)it.count;
+		out->sum += bucket_sum_s(h, it.value, it.count);
+		if (it.value == 0) {
+			out->zero_count += (uint64_t)it.count;
+			continue;
+		}
+		int32_t i = index_with((double)it.value / NS_PER_S, schema, bounds);
+		/* min/max bound the walk; clamp in case of a bucket past them */
+		if (i < first)
+			i = first;
+		if (i > last)
+			i = last;
+		out->counts[i - first] += (uint64_t)it.count;
+		if ((uint32_t)(i - first) + 1 > out->n)
+			out->n = (uint32_t)(i - first) + 1;
+	}
+	return 0;
+}
+
+void tb_prom_native_free(tb_prom_native *n)
+{
+	free(n->counts);
+	n->counts = NULL;
+	n->n = 0;
+}
+
+int64_t tb_prom_classic_bound_ns(int k)
+{
+	if (k < 0 || k >= TB_PROM_CLASSIC_BOUNDS)
+		return -EINVAL;
+	int64_t scale = CLASSIC_FIRST_SCALE_NS;
+	for (int d = 0; d < k / TB_PROM_CLASSIC_PER_DECADE; d++)
+		scale *= 10;
+	return r10[k % TB_PROM_CLASSIC_PER_DECADE] * scale;
+}
+
+/* %g of the bound in seconds: at most 3 significant digits, exactly the
+ * preferred number ("6.3e-06", "0.0001", "100"). */
+#define LE_DIGITS 3
+#define LE_MIN_BUF 16
+
+int tb_prom_classic_le(int k, char *buf, size_t cap)
+{
+	int64_t ns = tb_prom_classic_bound_ns(k);
+	if (ns < 0 || cap < LE_MIN_BUF)
+		return -EINVAL;
+	snprintf(buf, cap, "%.*g", LE_DIGITS, (double)ns / NS_PER_S);
+	return 0;
+}
+
+void tb_prom_classic_from_hist(const tb_hist *h, tb_prom_classic *out)
+{
+	memset(out, 0, sizeof(*out));
+	int64_t bound[TB_PROM_CLASSIC_BOUNDS];
+	for (int k = 0; k < TB_PROM_CLASSIC_BOUNDS; k++)
+		bound[k] = tb_prom_classic_bound_ns(k);
+	tb_hist_iter it;
+	tb_hist_iter_recorded(&it, h);
+	while (tb_hist_iter_next(&it)) {
+		int lo = 0, hi = TB_PROM_CLASSIC_BOUNDS; /* first bound >= value; +Inf if none */
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+			if (bound[mid] >= it.value)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		out->cumulative[lo] += (uint64_t)it.count;
+		out->sum += bucket_sum_s(h, it.value, it.count);
+	}
+	for (int k = 1; k <= TB_PROM_CLASSIC_BOUNDS; k++)
+		out->cumulative[k] += out->cumulative[k - 1];
+}

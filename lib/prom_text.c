@@ -1,0 +1,210 @@
+/* prom_text.c - the Prometheus text exposition 0.0.4, and content negotiation.
+ *
+ * A family is written whole: "# HELP", "# TYPE", then its series, one line
+ * each; a histogram as its classic `le` buckets (cumulative, +Inf last),
+ * `_sum` and `_count`. Label values are escaped as the format says (\\, \"
+ * and \n); tailbus's own names need no escaping, a user's host name might.
+ *
+ * tb_prom_accepts_protobuf reads a client's Accept header, untrusted text:
+ * it only scans the bytes it is given up to their NUL, copies nothing, and
+ * any media range it cannot read is simply not a protobuf request.
+ */
+#include "tailbus/prom.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Buffers grow by doubling from this. */
+#define BUF_INITIAL 4096
+#define LE_BUF 32
+
+static int reserve(tb_prom_buf *b, size_t more)
+{
+	if (b->len + more <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : BUF_INITIAL;
+	while (cap < b->len + more)
+		cap *= 2;
+	char *d = realloc(b->data, cap);
+	if (!d)
+		return -ENOMEM;
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
+void tb_prom_buf_free(tb_prom_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+static int put(tb_prom_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int put(tb_prom_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || reserve(b, (size_t)n + 1) < 0)
+		return -ENOMEM;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+static int put_escaped(tb_prom_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		int rc = *s == '\\' ? put(b, "\\\\") : *s == '"' ? put(b, "\\\"") :
+			 *s == '\n' ? put(b, "\\n") : put(b, "%c", *s);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int put_label(tb_prom_buf *b, const char *name, const char *value, bool *first)
+{
+	if (!value)
+		return 0;
+	int rc = put(b, "%s%s=\"", *first ? "" : ",", name);
+	*first = false;
+	if (rc == 0)
+		rc = put_escaped(b, value);
+	return rc ? rc : put(b, "\"");
+}
+
+/* NAME{bus="..",metric="..",host=".."[,le=".."]} */
+static int put_series(tb_prom_buf *b, const char *name, const char *suffix, const tb_prom_labels *l,
+		      const char *le)
+{
+	bool first = true;
+	int rc = put(b, "%s%s{", name, suffix);
+	if (rc == 0)
+		rc = put_label(b, "bus", l->bus, &first);
+	if (rc == 0)
+		rc = put_label(b, "metric", l->metric, &first);
+	if (rc == 0)
+		rc = put_label(b, "host", l->host, &first);
+	if (rc == 0)
+		rc = put_label(b, "le", le, &first);
+	return rc ? rc : put(b, "} ");
+}
+
+static int text_histogram(tb_prom_buf *b, const char *name, const tb_prom_labels *l, const tb_hist *h)
+{
+	tb_prom_classic c;
+	tb_prom_classic_from_hist(h, &c);
+	char le[LE_BUF];
+	int rc = 0;
+	for (int k = 0; rc == 0 && k <= TB_PROM_CLASSIC_BOUNDS; k++) {
+		if (k < TB_PROM_CLASSIC_BOUNDS)
+			tb_prom_classic_le(k, le, sizeof(le));
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		rc = put_series(b, name, "_bucket", l, le);
+		if (rc == 0)
+			rc = put(b, "%" PRIu64 "\n", c.cumulative[k]);
+	}
+	if (rc == 0)
+		rc = put_series(b, name, "_sum", l, NULL);
+	if (rc == 0)
+		rc = put(b, "%.17g\n", c.sum);
+	if (rc == 0)
+		rc = put_series(b, name, "_count", l, NULL);
+	return rc ? rc : put(b, "%" PRIu64 "\n", c.cumulative[TB_PROM_CLASSIC_BOUNDS]);
+}
+
+static const char *type_name(enum tb_prom_type t)
+{
+	return t == TB_PROM_COUNTER ? "counter" : t == TB_PROM_GAUGE ? "gauge" : "histogram";
+}
+
+int tb_prom_text_family(tb_prom_buf *b, const tb_prom_family *f)
+{
+	int rc = put(b, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, type_name(f->type));
+	for (size_t i = 0; rc == 0 && i < f->n; i++) {
+		if (f->type == TB_PROM_HISTOGRAM) {
+			rc = text_histogram(b, f->name, &f->labels[i], f->hists[i]);
+		} else {
+			rc = put_series(b, f->name, "", &f->labels[i], NULL);
+			if (rc == 0)
+				rc = put(b, "%.17g\n", f->values[i]);
+		}
+	}
+	return rc;
+}
+
+/* Content negotiation. A media range is "type/subtype *(; param=value)",
+ * ranges separated by commas. */
+#define PB_MEDIA "application/vnd.google.protobuf"
+#define PB_PROTO "io.prometheus.client.MetricFamily"
+#define PB_ENCODING "delimited"
+
+static const char *skip_space(const char *s, const char *end)
+{
+	while (s < end && (*s == ' ' || *s == '\t'))
+		s++;
+	return s;
+}
+
+/* The token [s, end) without surrounding blanks or quotes equals `want`. */
+static bool token_is(const char *s, const char *end, const char *want)
+{
+	s = skip_space(s, end);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (end - s >= 2 && *s == '"' && end[-1] == '"') {
+		s++;
+		end--;
+	}
+	size_t n = strlen(want);
+	return (size_t)(end - s) == n && strncasecmp(s, want, n) == 0;
+}
+
+/* One media range [s, end): the protobuf type with both parameters and q > 0. */
+static bool range_is_protobuf(const char *s, const char *end)
+{
+	const char *semi = memchr(s, ';', (size_t)(end - s));
+	if (!token_is(s, semi ? semi : end, PB_MEDIA))
+		return false;
+	bool proto = false, encoding = false, refused = false;
+	while (semi) {
+		const char *p = semi + 1;
+		semi = memchr(p, ';', (size_t)(end - p));
+		const char *pend = semi ? semi : end;
+		const char *eq = memchr(p, '=', (size_t)(pend - p));
+		if (!eq)
+			continue;
+		if (token_is(p, eq, "proto"))
+			proto = token_is(eq + 1, pend, PB_PROTO);
+		else if (token_is(p, eq, "encoding"))
+			encoding = token_is(eq + 1, pend, PB_ENCODING);
+		else if (token_is(p, eq, "q"))
+			refused = strtod(skip_space(eq + 1, pend), NULL) <= 0; /* stops at , or ; */
+	}
+	return proto && encoding && !refused;
+}
+
+bool tb_prom_accepts_protobuf(const char *accept)
+{
+	if (!accept)
+		return false;
+	const char *s = accept, *end = accept + strlen(accept);
+	while (s < end) {
+		const char *comma = memchr(s, ',', (size_t)(end - s));
+		const char *rend = comma ? comma : end;
+		if (range_is_protobuf(s, rend))
+			return true;
+		s = rend + (comma ? 1 : 0);
+	}
+	return false;
+}
