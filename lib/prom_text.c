@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,10 +118,21 @@ static int text_histogram(tb_prom_buf *b, const char *name, const tb_prom_labels
 	if (rc == 0)
 		rc = put_series(b, name, "_sum", l, NULL);
 	if (rc == 0)
-		rc = put(b, "%.17g\n", c.sum);
+		rc = put_value(b, c.sum);
 	if (rc == 0)
 		rc = put_series(b, name, "_count", l, NULL);
 	return rc ? rc : put(b, "%" PRIu64 "\n", c.cumulative[TB_PROM_CLASSIC_BOUNDS]);
+}
+
+/* Whole numbers (counts) exactly, others to 9 significant digits. */
+#define EXACT_INTEGER_MAX 9007199254740992.0 /* 2^53 */
+#define VALUE_DIGITS 9
+
+static int put_value(tb_prom_buf *b, double v)
+{
+	if (v == floor(v) && fabs(v) < EXACT_INTEGER_MAX)
+		return put(b, "%.0f\n", v);
+	return put(b, "%.*g\n", VALUE_DIGITS, v);
 }
 
 static const char *type_name(enum tb_prom_type t)
@@ -137,7 +149,7 @@ int tb_prom_text_family(tb_prom_buf *b, const tb_prom_family *f)
 		} else {
 			rc = put_series(b, f->name, "", &f->labels[i], NULL);
 			if (rc == 0)
-				rc = put(b, "%.17g\n", f->values[i]);
+				rc = put_value(b, f->values[i]);
 		}
 	}
 	return rc;
