@@ -100,6 +100,17 @@ static int put_series(tb_prom_buf *b, const char *name, const char *suffix, cons
 	return rc ? rc : put(b, "} ");
 }
 
+/* Whole numbers (counts) exactly, others to 9 significant digits. */
+#define EXACT_INTEGER_MAX 9007199254740992.0 /* 2^53 */
+#define VALUE_DIGITS 9
+
+static int put_value(tb_prom_buf *b, double v)
+{
+	if (v == floor(v) && fabs(v) < EXACT_INTEGER_MAX)
+		return put(b, "%.0f\n", v);
+	return put(b, "%.*g\n", VALUE_DIGITS, v);
+}
+
 static int text_histogram(tb_prom_buf *b, const char *name, const tb_prom_labels *l, const tb_hist *h)
 {
 	tb_prom_classic c;
@@ -122,17 +133,6 @@ static int text_histogram(tb_prom_buf *b, const char *name, const tb_prom_labels
 	if (rc == 0)
 		rc = put_series(b, name, "_count", l, NULL);
 	return rc ? rc : put(b, "%" PRIu64 "\n", c.cumulative[TB_PROM_CLASSIC_BOUNDS]);
-}
-
-/* Whole numbers (counts) exactly, others to 9 significant digits. */
-#define EXACT_INTEGER_MAX 9007199254740992.0 /* 2^53 */
-#define VALUE_DIGITS 9
-
-static int put_value(tb_prom_buf *b, double v)
-{
-	if (v == floor(v) && fabs(v) < EXACT_INTEGER_MAX)
-		return put(b, "%.0f\n", v);
-	return put(b, "%.*g\n", VALUE_DIGITS, v);
 }
 
 static const char *type_name(enum tb_prom_type t)
