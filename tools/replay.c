@@ -3,7 +3,7 @@
  *   tailbus replay FILE|-... [--tag T] [--start S] [--end E]
  *                  [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]
  *                  [--warmup auto|SECONDS] [--series] [--correct-co INTERVAL]
- *                  [--plot DIR]
+ *                  [--plot DIR] [--schema S]
  *
  * Every selected interval of a tag, across all files, is added into one
  * histogram per tag (merged counts, never averaged percentiles). By default
@@ -32,6 +32,11 @@
  * ending in ".closed" (what `tailbus load --closed` records from the actual
  * send).
  *
+ * --format prom-native prints each tag's merged histogram as the native
+ * Prometheus buckets `tailbus export` would serve for it at --schema S
+ * (tailbus/prom.h): replay of every host's logs gives the fleet's buckets, to
+ * check a Prometheus `sum(...)` against.
+ *
  * A FILE may be "-" (standard input) and may be gzip data (log_input.c).
  *
  * A bad line or a missing file is reported in one sentence and skipped;
@@ -57,6 +62,7 @@
 #include "tailbus/codec.h"
 #include "tailbus/env.h"
 #include "tailbus/log.h"
+#include "tailbus/prom.h"
 #include "tailbus/report.h"
 #include "tailbus/summary.h"
 #include "warmup.h"
@@ -76,7 +82,7 @@
  * interval is far too small for the data (most likely in the wrong unit). */
 #define CO_MAX_BACKFILL 10000000LL
 
-enum format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HGRM, FMT_HGRM_CSV };
+enum format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HGRM, FMT_HGRM_CSV, FMT_PROM_NATIVE };
 enum warmup_mode { WARMUP_NONE, WARMUP_FIXED, WARMUP_AUTO };
 
 struct options {
@@ -92,6 +98,8 @@ struct options {
 	bool series;
 	int64_t co_interval; /* 0: no correction */
 	const char *plot_dir;
+	int schema; /* --format prom-native */
+	bool schema_given;
 };
 
 struct tag_acc {
@@ -166,7 +174,7 @@ static void usage(FILE *out)
 		"                      [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]\n"
 		"                      [--digits D] [--unit-ratio R] [--ticks N]\n"
 		"                      [--warmup auto|DURATION] [--series] [--correct-co INTERVAL]\n"
-		"                      [--plot DIR] [--version]\n"
+		"                      [--plot DIR] [--format prom-native [--schema S]] [--version]\n"
 		"Merges the intervals of each tag across FILEs and prints min, p50..p99.99, max\n"
 		"and mean with the sample count; '*' marks a percentile with fewer than %d\n"
 		"samples beyond it. --start/--end: time after each file's StartTime.\n"
@@ -189,9 +197,13 @@ static void usage(FILE *out)
 		"--correct-co I back-fills coordinated omission with expected interval I\n"
 		"(closed-loop data only: refused on logs marked open-loop, except tags\n"
 		"ending in '.closed'). --plot DIR writes SVG charts: the percentile\n"
-		"spectrum of every tag, and p99, p99.9 and max over time per tag.\n",
+		"spectrum of every tag, and p99, p99.9 and max over time per tag.\n"
+		"--format prom-native prints each tag's native Prometheus buckets at schema S\n"
+		"(0..8, default %d) as `tailbus export` serves them, for a nanosecond log:\n"
+		"'TAG INDEX LOWER UPPER COUNT' a bucket (bounds in seconds).\n",
 		TB_MIN_SAMPLES_BEYOND, TB_HGRM_DEFAULT_TICKS, TB_HGRM_JAVA_UNIT_RATIO, TB_WARMUP_WINDOW,
-		TB_WARMUP_TOLERANCE * 100.0, TB_WARMUP_TOLERANCE_MAX * 100.0, TB_WARMUP_MIN_INTERVALS);
+		TB_WARMUP_TOLERANCE * 100.0, TB_WARMUP_TOLERANCE_MAX * 100.0, TB_WARMUP_MIN_INTERVALS,
+		TB_PROM_SCHEMA_DEFAULT);
 }
 
 /* The tag's accumulator; created (shaped like `first`) when `first` is given. */
@@ -966,6 +978,34 @@ static void print_hgrm(FILE *out, const struct state *st, bool csv)
 	}
 }
 
+/* --format prom-native: a comment line per tag with its count, zero bucket
+ * and sum, then one line per non-empty native bucket. */
+static int print_prom_native(FILE *out, const struct state *st)
+{
+	fprintf(out, "# native buckets at schema %d: bucket i holds (2^((i-1)/%d), 2^(i/%d)] "
+		"seconds; zero threshold %.17g\n", st->opt.schema, 1 << st->opt.schema,
+		1 << st->opt.schema, TB_PROM_ZERO_THRESHOLD);
+	for (size_t t = 0; t < st->ntags; t++) {
+		tb_prom_native n;
+		int rc = tb_prom_native_from_hist(&st->tags[t].merged, st->opt.schema, &n);
+		if (rc < 0) {
+			tb_cli_error(VERB, "tag '%s': %s", st->tags[t].name, strerror(-rc));
+			return rc;
+		}
+		fprintf(out, "# %s count %" PRIu64 " zero_count %" PRIu64 " sum %.9g\n",
+			st->tags[t].name, n.count, n.zero_count, n.sum);
+		for (uint32_t i = 0; i < n.n; i++) {
+			int32_t index = n.first + (int32_t)i;
+			if (n.counts[i])
+				fprintf(out, "%s %" PRId32 " %.17g %.17g %" PRIu64 "\n", st->tags[t].name,
+					index, tb_prom_native_upper(index - 1, n.schema),
+					tb_prom_native_upper(index, n.schema), n.counts[i]);
+		}
+		tb_prom_native_free(&n);
+	}
+	return 0;
+}
+
 static int by_start(const void *a, const void *b)
 {
 	const struct kept *x = a, *y = b;
@@ -1139,6 +1179,14 @@ static int check_options(const struct options *o)
 		tb_cli_error(VERB, "--series prints in text, csv or json, not in the hgrm formats");
 		return -EINVAL;
 	}
+	if (o->schema_given && o->format != FMT_PROM_NATIVE) {
+		tb_cli_error(VERB, "--schema goes with --format prom-native");
+		return -EINVAL;
+	}
+	if (o->format == FMT_PROM_NATIVE && (o->series || o->plot_dir)) {
+		tb_cli_error(VERB, "--format prom-native prints buckets: no --series or --plot");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -1151,9 +1199,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"unit-ratio", required_argument, 0, 'u'}, {"ticks", required_argument, 0, 'k'},
 		{"warmup", required_argument, 0, 'w'},    {"series", no_argument, 0, 'S'},
 		{"correct-co", required_argument, 0, 'c'}, {"plot", required_argument, 0, 'p'},
+		{"schema", required_argument, 0, 'm'},
 		{"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
 		{0, 0, 0, 0}};
 	*o = (struct options){.start = -INFINITY, .end = INFINITY, .format = FMT_TEXT,
+			      .schema = TB_PROM_SCHEMA_DEFAULT,
 			      .digits = MERGE_LOG_LAYOUT, .unit_ratio = TB_HGRM_JAVA_UNIT_RATIO,
 			      .ticks = TB_HGRM_DEFAULT_TICKS, .warmup = WARMUP_NONE};
 	int c, idx = 0;
@@ -1173,9 +1223,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			else if (!strcmp(optarg, "csv")) o->format = FMT_CSV;
 			else if (!strcmp(optarg, "hgrm")) o->format = FMT_HGRM;
 			else if (!strcmp(optarg, "hgrm-csv")) o->format = FMT_HGRM_CSV;
+			else if (!strcmp(optarg, "prom-native")) o->format = FMT_PROM_NATIVE;
 			else {
 				tb_cli_bad_value(VERB, name, optarg,
-						 "want text, json, csv, hgrm or hgrm-csv");
+						 "want text, json, csv, hgrm, hgrm-csv or prom-native");
 				ok = false;
 			}
 			break;
@@ -1198,6 +1249,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'S': o->series = true; break;
 		case 'c': ok = tb_cli_unit(VERB, name, optarg, &co_spec, &o->co_interval); break;
 		case 'p': o->plot_dir = optarg; break;
+		case 'm':
+			if (!tb_cli_parse_i64(optarg, &n) || n < TB_PROM_SCHEMA_MIN || n > TB_PROM_SCHEMA_MAX) {
+				tb_cli_bad_value(VERB, name, optarg, "a schema is %d..%d",
+						 TB_PROM_SCHEMA_MIN, TB_PROM_SCHEMA_MAX);
+				ok = false;
+			}
+			o->schema = (int)n;
+			o->schema_given = true;
+			break;
 		case 'h': usage(stdout); return 1;
 		case 'V': tb_cli_version(); return 1;
 		default:
@@ -1267,6 +1327,10 @@ static void report(struct state *st)
 		break;
 	case FMT_HGRM: print_hgrm(stdout, st, false); break;
 	case FMT_HGRM_CSV: print_hgrm(stdout, st, true); break;
+	case FMT_PROM_NATIVE:
+		if (print_prom_native(stdout, st) < 0)
+			st->status = TB_EXIT_INPUT;
+		break;
 	}
 	bool text = st->opt.format == FMT_TEXT;
 	if (st->opt.warmup != WARMUP_NONE && !text && st->opt.format != FMT_JSON)
