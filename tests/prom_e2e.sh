@@ -110,6 +110,20 @@ wait_for() {
 	return 1
 }
 
+# refusals, each in one sentence
+refused() { # WANT_STATUS WANT_STDERR_PATTERN ARGS...
+	local want=$1 pattern=$2 rc=0
+	shift 2
+	"$TAILBUS" export "$@" >"$tmp/refused.out" 2>&1 || rc=$?
+	[[ $rc -eq $want ]] && grep -q "$pattern" "$tmp/refused.out" ||
+		{ echo "  export $*: status $rc, said: $(cat "$tmp/refused.out")"; return 1; }
+}
+check "--schema 9 is refused" refused 2 "bad value '9' for --schema: a schema is 0..8" --schema 9
+check "--listen without a port is refused" refused 2 "bad value 'localhost' for --listen" --listen localhost
+check "--listen with a name is refused" refused 2 "is not a numeric IPv4" --listen "localhost:9477"
+check "--listen port 0 is refused" refused 2 "the port must be 1..65535" --listen 127.0.0.1:0
+check "a missing bus is said" refused 1 "bus 'nosuch'" --bus nosuch --dir "$tmp"
+
 start_collector a
 cpid_a=$cpid
 start_collector b
