@@ -317,4 +317,28 @@ usage_errors() {
 }
 check "bad --warmup, --correct-co and --series combinations are usage errors" usage_errors
 
+# --- --start/--end as wall-clock times: the same instants in every file ---
+# gen_log's StartTime is 2025-11-30T18:00:00Z (1764525600); its intervals start 0, 1, 2 ... s after.
+wall_clock_bounds() {
+	"$TB_GEN_LOG" "$tmp/wall.hlog" || return 1
+	"$TAILBUS" replay "$tmp/wall.hlog" --format json --start 2 --end 4 >"$tmp/rel.json" || return 1
+	"$TAILBUS" replay "$tmp/wall.hlog" --format json --start 2025-11-30T18:00:02Z \
+		--end 2025-11-30T18:00:04.000Z >"$tmp/iso.json" || return 1
+	"$TAILBUS" replay "$tmp/wall.hlog" --format json --start @1764525602 --end @1764525604 \
+		>"$tmp/epoch.json" || return 1
+	expect_eq "ISO bounds" "$(json_field "$tmp/iso.json" alpha total)" \
+		"$(json_field "$tmp/rel.json" alpha total)" || return 1
+	expect_eq "epoch bounds" "$(json_field "$tmp/epoch.json" alpha total)" \
+		"$(json_field "$tmp/rel.json" alpha total)" || return 1
+	expect_eq "intervals" "$(json_field "$tmp/iso.json" alpha intervals)" 3 || return 1
+	local rc=0 bad
+	for bad in 2025-11-30T18:00:02 2025-13-30T18:00:02Z 2025-02-31T18:00:02Z "@x" \
+		"2025-11-30 18:00:02Z" 2025-11-30T18:00:02Zjunk; do
+		rc=0
+		"$TAILBUS" replay "$tmp/wall.hlog" --start "$bad" >/dev/null 2>"$tmp/w.err" || rc=$?
+		expect_eq "--start '$bad'" "$rc" 2 || return 1
+	done
+}
+check "--start/--end as UTC times select the same intervals as offsets" wall_clock_bounds
+
 summary replay_more

@@ -13,7 +13,10 @@
  * D digits from 1 up instead, as a program calling Histogram.add on a
  * `new Histogram(D)` does (the figures in tests/fixtures/.../EXPECTED.md).
  * --start/--end select intervals whose start lies that many seconds after
- * their file's StartTime, inclusive, as the Java tool does.
+ * their file's StartTime, inclusive, as the Java tool does; given as
+ * wall-clock times (UTC, tb_unit_parse_wallclock), they select by absolute
+ * start instead, the same instants in every file: several hosts' logs, each
+ * with its own StartTime, merged over one span of time.
  *
  * Each selected interval also becomes a row of per-interval figures (count,
  * p50, p99, p99.9, max): the --series output, the p99-over-time plot and the
@@ -88,6 +91,7 @@ enum warmup_mode { WARMUP_NONE, WARMUP_FIXED, WARMUP_AUTO };
 struct options {
 	const char *tag; /* NULL: every tag */
 	double start, end;
+	bool start_wall, end_wall; /* start/end are seconds since the epoch */
 	enum format format;
 	const char *output_log;
 	int digits;
@@ -178,7 +182,9 @@ static void usage(FILE *out)
 		"Merges the intervals of each tag across FILEs and prints min, p50..p99.99, max\n"
 		"and mean with the sample count; '*' marks a percentile with fewer than %d\n"
 		"samples beyond it. --start/--end: time after each file's StartTime.\n"
-		"--start, --end and --warmup take durations (30s, 2m; a bare number is seconds).\n"
+		"--start, --end and --warmup take durations (30s, 2m; a bare number is seconds);\n"
+		"--start and --end also take UTC times (2026-12-04T18:00:00Z, or @EPOCH_SECONDS),\n"
+		"the same instants in every file (hosts' logs merged on absolute time).\n"
 		"The merge histogram has the layout of each tag's first interval (as Java's\n"
 		"HistogramLogProcessor); --digits D merges into a fresh D-digit one instead.\n"
 		"--format hgrm prints HdrHistogram's percentile distribution, the .hgrm file\n"
@@ -343,8 +349,10 @@ static bool rows_needed(const struct state *st)
 
 static bool selected(const struct state *st, const tb_log_entry *e)
 {
-	return (!st->opt.tag || !strcmp(st->opt.tag, e->tag)) && e->offset_sec >= st->opt.start &&
-	       e->offset_sec <= st->opt.end;
+	double from = st->opt.start_wall ? e->start_abs_sec : e->offset_sec;
+	double to = st->opt.end_wall ? e->start_abs_sec : e->offset_sec;
+	return (!st->opt.tag || !strcmp(st->opt.tag, e->tag)) && from >= st->opt.start &&
+	       to <= st->opt.end;
 }
 
 /* An interval merged into tag t: counted, and kept for --output-log. */
@@ -972,8 +980,10 @@ static void print_hgrm(FILE *out, const struct state *st, bool csv)
 		if (st->ntags > 1)
 			fprintf(out, "%s#[Tag: %s]\n", i ? "\n" : "",
 				*st->tags[i].name ? st->tags[i].name : "(untagged)");
-		tb_report_hgrm_header(out, st->opt.start, st->opt.end,
-				      st->have_start_time ? st->first_start_time : 0.0);
+		double base = st->have_start_time ? st->first_start_time : 0.0;
+		/* wall-clock bounds are shown relative to the first StartTime, as Java's are */
+		tb_report_hgrm_header(out, st->opt.start - (st->opt.start_wall ? base : 0),
+				      st->opt.end - (st->opt.end_wall ? base : 0), base);
 		tb_report_hgrm(out, &st->tags[i].merged, st->opt.ticks, st->opt.unit_ratio, csv);
 	}
 }
@@ -1150,6 +1160,20 @@ static const tb_unit_spec ticks_spec = {TB_UNIT_COUNT, 1, 1, 1000};
 static const tb_unit_spec co_spec = {TB_UNIT_COUNT, 1, 1, INT64_MAX};
 
 /* A duration option into seconds. */
+/* --start/--end: a wall-clock time (seconds since the epoch, *wall set), or
+ * a duration after each file's StartTime. */
+static bool parse_seconds(const char *name, const char *arg, double *seconds);
+static bool parse_bound(const char *name, const char *arg, double *seconds, bool *wall)
+{
+	int64_t ns;
+	*wall = tb_unit_parse_wallclock(arg, &ns) == 0;
+	if (*wall) {
+		*seconds = (double)ns / TB_UNIT_S;
+		return true;
+	}
+	return parse_seconds(name, arg, seconds);
+}
+
 static bool parse_seconds(const char *name, const char *arg, double *seconds)
 {
 	int64_t ns;
@@ -1215,8 +1239,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		bool ok = true;
 		switch (c) {
 		case 't': o->tag = optarg; break;
-		case 's': ok = parse_seconds(name, optarg, &o->start); break;
-		case 'e': ok = parse_seconds(name, optarg, &o->end); break;
+		case 's': ok = parse_bound(name, optarg, &o->start, &o->start_wall); break;
+		case 'e': ok = parse_bound(name, optarg, &o->end, &o->end_wall); break;
 		case 'f':
 			if (!strcmp(optarg, "text")) o->format = FMT_TEXT;
 			else if (!strcmp(optarg, "json")) o->format = FMT_JSON;
