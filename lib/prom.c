@@ -10,6 +10,13 @@
  * octave) is (exp - 1) * n + j, j the first of the n in-octave lower bounds
  * 2^(j/n) / 2 that is >= frac. Only the bounds of one octave are computed, on
  * the caller's stack, so the mapping keeps no global state.
+ *
+ * A scrape maps every metric's histogram, so the walk is the cost that
+ * matters: it scans the counts array directly (a zero costs one load) and,
+ * since the HDR buckets come in ascending order, moves through the native and
+ * classic buckets with them instead of searching for each: bucket k's upper
+ * bound is bounds[j] x 2^e for k = (e - 1) n + j, the same comparison the
+ * index rule makes, so the walk and tb_prom_native_index always agree.
  */
 #include "tailbus/prom.h"
 
@@ -76,10 +83,88 @@ double tb_prom_native_upper(int32_t index, int schema)
 	return exp2((double)index / (1 << schema));
 }
 
-/* The value HDR reports for a bucket, and its midpoint for the sum. */
-static double bucket_sum_s(const tb_hist *h, int64_t value, int64_t count)
+/* One non-empty HDR bucket: the value HDR reports for it (its highest
+ * equivalent), its midpoint (for the sum) and its count. */
+struct hdr_bucket {
+	int64_t highest, median, count;
+};
+
+/* A walk over the non-empty buckets. It stops at the bucket of the largest
+ * value recorded (hist.h keeps max_raw exact), so a narrow distribution
+ * costs little. */
+struct hdr_walk {
+	const tb_hist *h;
+	int32_t at, end;
+};
+
+static void walk_init(struct hdr_walk *w, const tb_hist *h)
 {
-	return (double)tb_hist_median_equivalent(h, value) * (double)count / NS_PER_S;
+	w->h = h;
+	w->at = 0;
+	w->end = tb_hist_index_of(h, h->max_raw < h->highest ? h->max_raw : h->highest) + 1;
+	if (w->end > h->counts_len)
+		w->end = h->counts_len;
+}
+
+/* The next non-empty bucket; false at the end. */
+static bool next_bucket(struct hdr_walk *w, struct hdr_bucket *out)
+{
+	const tb_hist *h = w->h;
+	for (int32_t i = w->at; i < w->end; i++) {
+		if (!h->counts[i])
+			continue;
+		int32_t b = (i >> h->sub_bucket_half_count_mag) - 1;
+		int64_t sb = (i & (h->sub_bucket_half_count - 1)) + h->sub_bucket_half_count;
+		if (b < 0) {
+			sb -= h->sub_bucket_half_count;
+			b = 0;
+		}
+		int64_t lowest = sb << (b + h->unit_magnitude);
+		int64_t size = INT64_C(1) << (b + h->unit_magnitude);
+		out->highest = lowest + (size - 1);
+		out->median = lowest + (size >> 1);
+		out->count = h->counts[i];
+		w->at = i + 1;
+		return true;
+	}
+	w->at = w->end;
+	return false;
+}
+
+static double bucket_sum_s(const struct hdr_bucket *b)
+{
+	return (double)b->median * (double)b->count / NS_PER_S;
+}
+
+/* A position in the native buckets: index k = (e - 1) n + j, upper bound
+ * bounds[j] x 2^e. */
+struct native_cursor {
+	const double *bounds;
+	int n, j, e;
+	int32_t k;
+	double upper;
+};
+
+static void cursor_at(struct native_cursor *c, int32_t k)
+{
+	c->k = k;
+	c->j = (int)(((k % c->n) + c->n) % c->n);
+	c->e = (int)((k - c->j) / c->n) + 1;
+	c->upper = ldexp(c->bounds[c->j], c->e);
+}
+
+/* Advance to the bucket holding v (seconds), never backwards. */
+static int32_t cursor_find(struct native_cursor *c, double v)
+{
+	while (v > c->upper) {
+		c->k++;
+		if (++c->j == c->n) {
+			c->j = 0;
+			c->e++;
+		}
+		c->upper = ldexp(c->bounds[c->j], c->e);
+	}
+	return c->k;
 }
 
 int tb_prom_native_from_hist(const tb_hist *h, int schema, tb_prom_native *out)
@@ -104,22 +189,25 @@ int tb_prom_native_from_hist(const tb_hist *h, int schema, tb_prom_native *out)
 	if (!out->counts)
 		return -ENOMEM;
 	out->first = first;
-	tb_hist_iter it;
-	tb_hist_iter_recorded(&it, h);
-	while (tb_hist_iter_next(&it)) {
-		out->count += (uint64_t)it.count;
-		out->sum += bucket_sum_s(h, it.value, it.count);
-		if (it.value == 0) {
-			out->zero_count += (uint64_t)it.count;
+	struct native_cursor c = {.bounds = bounds, .n = 1 << schema};
+	cursor_at(&c, first);
+	struct hdr_bucket hb;
+	struct hdr_walk w;
+	walk_init(&w, h);
+	while (next_bucket(&w, &hb)) {
+		out->count += (uint64_t)hb.count;
+		out->sum += bucket_sum_s(&hb);
+		if (hb.highest == 0) {
+			out->zero_count += (uint64_t)hb.count;
 			continue;
 		}
-		int32_t i = index_with((double)it.value / NS_PER_S, schema, bounds);
+		int32_t i = cursor_find(&c, (double)hb.highest / NS_PER_S);
 		/* min/max bound the walk; clamp in case of a bucket past them */
 		if (i < first)
 			i = first;
 		if (i > last)
 			i = last;
-		out->counts[i - first] += (uint64_t)it.count;
+		out->counts[i - first] += (uint64_t)hb.count;
 		if ((uint32_t)(i - first) + 1 > out->n)
 			out->n = (uint32_t)(i - first) + 1;
 	}
@@ -163,19 +251,15 @@ void tb_prom_classic_from_hist(const tb_hist *h, tb_prom_classic *out)
 	int64_t bound[TB_PROM_CLASSIC_BOUNDS];
 	for (int k = 0; k < TB_PROM_CLASSIC_BOUNDS; k++)
 		bound[k] = tb_prom_classic_bound_ns(k);
-	tb_hist_iter it;
-	tb_hist_iter_recorded(&it, h);
-	while (tb_hist_iter_next(&it)) {
-		int lo = 0, hi = TB_PROM_CLASSIC_BOUNDS; /* first bound >= value; +Inf if none */
-		while (lo < hi) {
-			int mid = (lo + hi) / 2;
-			if (bound[mid] >= it.value)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		out->cumulative[lo] += (uint64_t)it.count;
-		out->sum += bucket_sum_s(h, it.value, it.count);
+	int k = 0; /* the first bound >= the bucket's value; TB_PROM_CLASSIC_BOUNDS: +Inf */
+	struct hdr_bucket hb;
+	struct hdr_walk w;
+	walk_init(&w, h);
+	while (next_bucket(&w, &hb)) {
+		while (k < TB_PROM_CLASSIC_BOUNDS && bound[k] < hb.highest)
+			k++;
+		out->cumulative[k] += (uint64_t)hb.count;
+		out->sum += bucket_sum_s(&hb);
 	}
 	for (int k = 1; k <= TB_PROM_CLASSIC_BOUNDS; k++)
 		out->cumulative[k] += out->cumulative[k - 1];
