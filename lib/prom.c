@@ -167,18 +167,13 @@ static int32_t cursor_find(struct native_cursor *c, double v)
 	return c->k;
 }
 
-int tb_prom_native_from_hist(const tb_hist *h, int schema, tb_prom_native *out)
+/* Size out's dense counts for h's range (allocates; none for zeros only). */
+static int native_prepare(const tb_hist *h, int schema, const double *bounds, tb_prom_native *out)
 {
-	if (schema < TB_PROM_SCHEMA_MIN || schema > TB_PROM_SCHEMA_MAX)
-		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->schema = schema;
-	double bounds[1 << TB_PROM_SCHEMA_MAX];
-	octave_bounds(schema, bounds);
-	if (tb_hist_max(h) == 0) { /* empty, or only zeros */
-		out->count = out->zero_count = (uint64_t)h->total;
+	if (tb_hist_max(h) == 0) /* empty, or only zeros */
 		return 0;
-	}
 	/* The index range: from the smallest non-zero bucket to the largest. */
 	int64_t low = tb_hist_min(h) > 0 ? tb_hist_min(h) : 1;
 	int32_t first = index_with((double)tb_hist_highest_equivalent(h, low) / NS_PER_S, schema, bounds);
@@ -189,29 +184,79 @@ int tb_prom_native_from_hist(const tb_hist *h, int schema, tb_prom_native *out)
 	if (!out->counts)
 		return -ENOMEM;
 	out->first = first;
-	struct native_cursor c = {.bounds = bounds, .n = 1 << schema};
-	cursor_at(&c, first);
+	out->n = (uint32_t)(last - first + 1);
+	return 0;
+}
+
+/* One walk of h into either view or both (NULL: not wanted; `native`
+ * prepared by native_prepare). */
+static void walk_views(const tb_hist *h, const double *bounds, tb_prom_native *native,
+		       tb_prom_classic *classic)
+{
+	struct native_cursor c = {.bounds = bounds};
+	uint32_t used = 0;
+	if (native) {
+		c.n = 1 << native->schema;
+		cursor_at(&c, native->first);
+	}
+	int64_t bound[TB_PROM_CLASSIC_BOUNDS];
+	for (int k = 0; k < TB_PROM_CLASSIC_BOUNDS; k++)
+		bound[k] = tb_prom_classic_bound_ns(k);
+	int k = 0; /* the first classic bound >= the bucket's value; TB_PROM_CLASSIC_BOUNDS: +Inf */
+	double sum = 0;
 	struct hdr_bucket hb;
 	struct hdr_walk w;
 	walk_init(&w, h);
 	while (next_bucket(&w, &hb)) {
-		out->count += (uint64_t)hb.count;
-		out->sum += bucket_sum_s(&hb);
-		if (hb.highest == 0) {
-			out->zero_count += (uint64_t)hb.count;
+		sum += bucket_sum_s(&hb);
+		if (classic) {
+			while (k < TB_PROM_CLASSIC_BOUNDS && bound[k] < hb.highest)
+				k++;
+			classic->cumulative[k] += (uint64_t)hb.count;
+		}
+		if (!native)
+			continue;
+		native->count += (uint64_t)hb.count;
+		if (hb.highest == 0 || !native->n) {
+			native->zero_count += (uint64_t)hb.count;
 			continue;
 		}
-		int32_t i = cursor_find(&c, (double)hb.highest / NS_PER_S);
-		/* min/max bound the walk; clamp in case of a bucket past them */
-		if (i < first)
-			i = first;
-		if (i > last)
-			i = last;
-		out->counts[i - first] += (uint64_t)hb.count;
-		if ((uint32_t)(i - first) + 1 > out->n)
-			out->n = (uint32_t)(i - first) + 1;
+		uint32_t i = (uint32_t)(cursor_find(&c, (double)hb.highest / NS_PER_S) - native->first);
+		if (i >= native->n) /* past h's max: cannot happen while hist.h keeps max_raw exact */
+			i = native->n - 1;
+		native->counts[i] += (uint64_t)hb.count;
+		if (i + 1 > used)
+			used = i + 1;
 	}
-	return 0;
+	if (native) {
+		native->n = used;
+		native->sum = sum;
+	}
+	if (classic) {
+		classic->sum = sum;
+		for (int j = 1; j <= TB_PROM_CLASSIC_BOUNDS; j++)
+			classic->cumulative[j] += classic->cumulative[j - 1];
+	}
+}
+
+int tb_prom_native_from_hist(const tb_hist *h, int schema, tb_prom_native *out)
+{
+	return tb_prom_views_from_hist(h, schema, out, NULL);
+}
+
+int tb_prom_views_from_hist(const tb_hist *h, int schema, tb_prom_native *native,
+			    tb_prom_classic *classic)
+{
+	if (schema < TB_PROM_SCHEMA_MIN || schema > TB_PROM_SCHEMA_MAX)
+		return -EINVAL;
+	double bounds[1 << TB_PROM_SCHEMA_MAX];
+	octave_bounds(schema, bounds);
+	if (classic)
+		memset(classic, 0, sizeof(*classic));
+	int rc = native ? native_prepare(h, schema, bounds, native) : 0;
+	if (rc == 0)
+		walk_views(h, bounds, native, classic);
+	return rc;
 }
 
 void tb_prom_native_free(tb_prom_native *n)
@@ -248,19 +293,5 @@ int tb_prom_classic_le(int k, char *buf, size_t cap)
 void tb_prom_classic_from_hist(const tb_hist *h, tb_prom_classic *out)
 {
 	memset(out, 0, sizeof(*out));
-	int64_t bound[TB_PROM_CLASSIC_BOUNDS];
-	for (int k = 0; k < TB_PROM_CLASSIC_BOUNDS; k++)
-		bound[k] = tb_prom_classic_bound_ns(k);
-	int k = 0; /* the first bound >= the bucket's value; TB_PROM_CLASSIC_BOUNDS: +Inf */
-	struct hdr_bucket hb;
-	struct hdr_walk w;
-	walk_init(&w, h);
-	while (next_bucket(&w, &hb)) {
-		while (k < TB_PROM_CLASSIC_BOUNDS && bound[k] < hb.highest)
-			k++;
-		out->cumulative[k] += (uint64_t)hb.count;
-		out->sum += bucket_sum_s(&hb);
-	}
-	for (int k = 1; k <= TB_PROM_CLASSIC_BOUNDS; k++)
-		out->cumulative[k] += out->cumulative[k - 1];
+	walk_views(h, NULL, NULL, out);
 }

@@ -68,12 +68,9 @@ static void set_labels(struct series *s, const tb_prom_labels *l)
 	s->metric.label = s->labelp;
 }
 
-/* The native view: spans and deltas of the dense counts. */
-static int set_native(struct series *s, const tb_hist *h, int schema)
+/* The native view (s->native, mapped): spans and deltas of the dense counts. */
+static int set_native(struct series *s, int schema)
 {
-	int rc = tb_prom_native_from_hist(h, schema, &s->native);
-	if (rc < 0)
-		return rc;
 	const tb_prom_native *n = &s->native;
 	hist_msg *m = &s->hist;
 	m->has_schema = m->has_zero_threshold = m->has_zero_count = 1;
@@ -110,19 +107,18 @@ static int set_native(struct series *s, const tb_hist *h, int schema)
 	return 0;
 }
 
-static void set_classic(struct series *s, const tb_hist *h)
+static void set_classic(struct series *s, const tb_prom_classic *cl)
 {
-	tb_prom_classic c;
-	tb_prom_classic_from_hist(h, &c);
+	const tb_prom_classic *c = cl;
 	hist_msg *m = &s->hist;
 	m->has_sample_count = m->has_sample_sum = 1;
-	m->sample_count = c.cumulative[TB_PROM_CLASSIC_BOUNDS];
-	m->sample_sum = c.sum;
+	m->sample_count = c->cumulative[TB_PROM_CLASSIC_BOUNDS];
+	m->sample_sum = c->sum;
 	for (int k = 0; k < TB_PROM_CLASSIC_BOUNDS; k++) {
 		bucket_msg *b = &s->bucket[k];
 		io__prometheus__client__bucket__init(b);
 		b->has_cumulative_count = b->has_upper_bound = 1;
-		b->cumulative_count = c.cumulative[k];
+		b->cumulative_count = c->cumulative[k];
 		b->upper_bound = (double)tb_prom_classic_bound_ns(k) / 1e9;
 		s->bucketp[k] = b;
 	}
@@ -147,11 +143,16 @@ static int set_series(struct series *s, const tb_prom_family *f, size_t i, int s
 		s->gauge.value = f->values[i];
 		s->metric.gauge = &s->gauge;
 		return 0;
-	case TB_PROM_HISTOGRAM:
+	case TB_PROM_HISTOGRAM: {
+		tb_prom_classic classic;
+		int rc = tb_prom_views_from_hist(f->hists[i], schema, &s->native, &classic);
+		if (rc < 0)
+			return rc;
 		io__prometheus__client__histogram__init(&s->hist);
-		set_classic(s, f->hists[i]);
+		set_classic(s, &classic);
 		s->metric.histogram = &s->hist;
-		return set_native(s, f->hists[i], schema);
+		return set_native(s, schema);
+	}
 	}
 	return -EINVAL;
 }

@@ -41,17 +41,27 @@ void tb_prom_buf_free(tb_prom_buf *b)
 }
 
 static int put(tb_prom_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Formats straight into the free space; only a line that does not fit is
+ * formatted again after the buffer grows. */
+#define LINE_ROOM 256
+
 static int put(tb_prom_buf *b, const char *fmt, ...)
 {
+	if (reserve(b, LINE_ROOM) < 0)
+		return -ENOMEM;
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
 	va_end(ap);
-	if (n < 0 || reserve(b, (size_t)n + 1) < 0)
+	if (n < 0)
 		return -ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
+	if ((size_t)n >= b->cap - b->len) {
+		if (reserve(b, (size_t)n + 1) < 0)
+			return -ENOMEM;
+		va_start(ap, fmt);
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	b->len += (size_t)n;
 	return 0;
 }
@@ -106,21 +116,34 @@ static int put_value(tb_prom_buf *b, double v)
 	return put(b, "%.*g\n", VALUE_DIGITS, v);
 }
 
-static int text_histogram(tb_prom_buf *b, const char *name, const tb_prom_labels *l, const tb_hist *h)
+/* The bucket lines: the series' name and labels are written once, then
+ * copied before each bucket's le and count. */
+static int text_buckets(tb_prom_buf *b, const char *name, const tb_prom_labels *l,
+			const tb_prom_classic *c)
 {
-	tb_prom_classic c;
-	tb_prom_classic_from_hist(h, &c);
+	tb_prom_buf prefix = {0};
+	int rc = put_series(&prefix, name, "_bucket", l, NULL);
+	/* put_series ends "} ": the bucket lines go on with ,le="..."} */
+	size_t keep = prefix.len >= 2 ? prefix.len - 2 : 0;
+	bool no_labels = keep > 0 && prefix.data[keep - 1] == '{';
 	char le[LE_BUF];
-	int rc = 0;
 	for (int k = 0; rc == 0 && k <= TB_PROM_CLASSIC_BOUNDS; k++) {
 		if (k < TB_PROM_CLASSIC_BOUNDS)
 			tb_prom_classic_le(k, le, sizeof(le));
 		else
 			snprintf(le, sizeof(le), "+Inf");
-		rc = put_series(b, name, "_bucket", l, le);
-		if (rc == 0)
-			rc = put(b, "%" PRIu64 "\n", c.cumulative[k]);
+		rc = put(b, "%.*s%sle=\"%s\"} %" PRIu64 "\n", (int)keep, prefix.data, no_labels ? "" : ",",
+			 le, c->cumulative[k]);
 	}
+	tb_prom_buf_free(&prefix);
+	return rc;
+}
+
+static int text_histogram(tb_prom_buf *b, const char *name, const tb_prom_labels *l, const tb_hist *h)
+{
+	tb_prom_classic c;
+	tb_prom_classic_from_hist(h, &c);
+	int rc = text_buckets(b, name, l, &c);
 	if (rc == 0)
 		rc = put_series(b, name, "_sum", l, NULL);
 	if (rc == 0)

@@ -96,6 +96,10 @@ typedef struct tb_prom_classic {
 	double sum; /* seconds, as tb_prom_native's */
 } tb_prom_classic;
 void tb_prom_classic_from_hist(const tb_hist *h, tb_prom_classic *out);
+/* Both views in one walk of the counts (what a protobuf scrape needs);
+ * `classic` may be NULL. Returns as tb_prom_native_from_hist. */
+int tb_prom_views_from_hist(const tb_hist *h, int schema, tb_prom_native *native,
+			    tb_prom_classic *classic);
 
 /* A growable byte buffer the encoders append to. */
 typedef struct tb_prom_buf {
