@@ -1002,12 +1002,14 @@ static int print_prom_native(FILE *out, const struct state *st)
 			tb_cli_error(VERB, "tag '%s': %s", st->tags[t].name, strerror(-rc));
 			return rc;
 		}
-		fprintf(out, "# %s count %" PRIu64 " zero_count %" PRIu64 " sum %.9g\n",
-			st->tags[t].name, n.count, n.zero_count, n.sum);
+		/* an untagged log's lines still have five fields */
+		const char *tag = *st->tags[t].name ? st->tags[t].name : "(untagged)";
+		fprintf(out, "# %s count %" PRIu64 " zero_count %" PRIu64 " sum %.9g\n", tag, n.count,
+			n.zero_count, n.sum);
 		for (uint32_t i = 0; i < n.n; i++) {
 			int32_t index = n.first + (int32_t)i;
 			if (n.counts[i])
-				fprintf(out, "%s %" PRId32 " %.17g %.17g %" PRIu64 "\n", st->tags[t].name,
+				fprintf(out, "%s %" PRId32 " %.17g %.17g %" PRIu64 "\n", tag,
 					index, tb_prom_native_upper(index - 1, n.schema),
 					tb_prom_native_upper(index, n.schema), n.counts[i]);
 		}
