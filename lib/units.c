@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct unit {
 	const char *name;
@@ -178,4 +179,60 @@ int tb_unit_why(char *buf, size_t cap, int err, const tb_unit_spec *spec)
 		break;
 	}
 	return len >= 0 && (size_t)len < cap ? len : -ENOSPC;
+}
+
+/* Wall-clock times. The fields are read with sscanf and checked by range,
+ * then the parse is written back with the same layout and compared, so no
+ * trailing junk or odd spelling (a sign, a space) gets through. */
+#define WALLCLOCK_MAX_YEAR 9999
+#define WALLCLOCK_MIN_YEAR 1970
+
+static int fraction_ns(const char *s, const char *end, int64_t *ns)
+{
+	/* "" or "." followed by 1..9 digits */
+	*ns = 0;
+	if (s == end)
+		return 0;
+	if (*s != '.' || end - s < 2 || end - s > 10)
+		return -EINVAL;
+	int64_t scale = 100000000;
+	for (s++; s < end; s++, scale /= 10) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		*ns += (*s - '0') * scale;
+	}
+	return 0;
+}
+
+static int parse_iso(const char *s, int64_t *epoch_ns)
+{
+	int y, mo, d, h, mi, sec, n = 0;
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n != 19)
+		return -EINVAL;
+	char canon[32];
+	snprintf(canon, sizeof(canon), "%04d-%02d-%02dT%02d:%02d:%02d", y, mo, d, h, mi, sec);
+	if (strncmp(canon, s, 19) || y < WALLCLOCK_MIN_YEAR || y > WALLCLOCK_MAX_YEAR || mo < 1 ||
+	    mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+		return -EINVAL;
+	const char *z = strchr(s + 19, 'Z');
+	int64_t frac;
+	if (!z || z[1] || fraction_ns(s + 19, z, &frac) < 0)
+		return -EINVAL;
+	struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
+			.tm_hour = h, .tm_min = mi, .tm_sec = sec};
+	time_t t = timegm(&tm);
+	if (tm.tm_mday != d) /* 31 February: timegm moved it */
+		return -EINVAL;
+	*epoch_ns = (int64_t)t * 1000000000 + frac;
+	return 0;
+}
+
+int tb_unit_parse_wallclock(const char *s, int64_t *epoch_ns)
+{
+	if (!s)
+		return -EINVAL;
+	if (*s != '@')
+		return parse_iso(s, epoch_ns);
+	static const tb_unit_spec seconds = {TB_UNIT_DURATION, TB_UNIT_S, 0, INT64_MAX};
+	return tb_unit_parse(s + 1, &seconds, epoch_ns) < 0 ? -EINVAL : 0;
 }

@@ -16,7 +16,7 @@ use_tmp
 # the bus is found through --dir only
 unset TAILBUS_DIR TAILBUS_BUS
 
-VERBS=(top load replay compare model clock env)
+VERBS=(top load replay export compare model clock env)
 
 # status WANT, then a command: its exit status must be WANT; its output is
 # in $tmp/out, its stderr in $tmp/err

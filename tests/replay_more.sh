@@ -317,4 +317,59 @@ usage_errors() {
 }
 check "bad --warmup, --correct-co and --series combinations are usage errors" usage_errors
 
+# --- --start/--end as wall-clock times: the same instants in every file ---
+# gen_log's StartTime is 2025-11-30T18:00:00Z (1764525600); its intervals start 0, 1, 2 ... s after.
+wall_clock_bounds() {
+	"$TB_GEN_LOG" "$tmp/wall.hlog" || return 1
+	"$TAILBUS" replay "$tmp/wall.hlog" --format json --start 2 --end 4 >"$tmp/rel.json" || return 1
+	"$TAILBUS" replay "$tmp/wall.hlog" --format json --start 2025-11-30T18:00:02Z \
+		--end 2025-11-30T18:00:04.000Z >"$tmp/iso.json" || return 1
+	"$TAILBUS" replay "$tmp/wall.hlog" --format json --start @1764525602 --end @1764525604 \
+		>"$tmp/epoch.json" || return 1
+	expect_eq "ISO bounds" "$(json_field "$tmp/iso.json" alpha count)" \
+		"$(json_field "$tmp/rel.json" alpha count)" || return 1
+	expect_eq "epoch bounds" "$(json_field "$tmp/epoch.json" alpha count)" \
+		"$(json_field "$tmp/rel.json" alpha count)" || return 1
+	expect_eq "intervals" "$(json_field "$tmp/iso.json" alpha intervals)" 3 || return 1
+	local rc=0 bad
+	for bad in 2025-11-30T18:00:02 2025-13-30T18:00:02Z 2025-02-31T18:00:02Z "@x" \
+		"2025-11-30 18:00:02Z" 2025-11-30T18:00:02Zjunk; do
+		rc=0
+		"$TAILBUS" replay "$tmp/wall.hlog" --start "$bad" >/dev/null 2>"$tmp/w.err" || rc=$?
+		expect_eq "--start '$bad'" "$rc" 2 || return 1
+	done
+}
+check "--start/--end as UTC times select the same intervals as offsets" wall_clock_bounds
+
+# --- --format prom-native: every sample in one bucket, at any schema ---
+prom_native() {
+	"$TB_GEN_LOG" "$tmp/native.hlog" || return 1
+	"$TAILBUS" replay "$tmp/native.hlog" --format json >"$tmp/native.json" || return 1
+	local schema tag want got
+	for schema in 0 4 8; do
+		"$TAILBUS" replay "$tmp/native.hlog" --format prom-native --schema "$schema" \
+			>"$tmp/native.$schema" || return 1
+		for tag in alpha beta; do
+			want=$(json_field "$tmp/native.json" "$tag" count)
+			got=$(awk -v t="$tag" '$1 == t { s += $5 } END { print s + 0 }' "$tmp/native.$schema")
+			expect_eq "schema $schema $tag" "$got" "$want" || return 1
+		done
+		# bounds: UPPER = 2^(INDEX / 2^schema), LOWER that of INDEX - 1
+		awk -v s="$schema" '$1 !~ /^#/ { n = 2 ^ s; u = 2 ^ ($2 / n); l = 2 ^ (($2 - 1) / n)
+			if (($4 - u) ^ 2 > (1e-12 * u) ^ 2 || ($3 - l) ^ 2 > (1e-12 * l) ^ 2) { print "  bad bounds: " $0; bad = 1 } }
+			END { exit bad }' "$tmp/native.$schema" || return 1
+	done
+	grep -q '^(untagged) ' "$tmp/native.0"
+}
+check "replay --format prom-native: every sample in one bucket, bounds 2^(i/2^S)" prom_native
+native_refusals() {
+	local rc=0
+	"$TAILBUS" replay "$tmp/native.hlog" --format prom-native --schema 9 2>/dev/null || rc=$?
+	expect_eq "--schema 9" "$rc" 2 || return 1
+	rc=0
+	"$TAILBUS" replay "$tmp/native.hlog" --schema 4 2>/dev/null || rc=$?
+	expect_eq "--schema without prom-native" "$rc" 2
+}
+check "replay --schema out of 0..8, or without prom-native, is a usage error" native_refusals
+
 summary replay_more

@@ -232,6 +232,34 @@ static void why_names_the_bound_or_the_spelling(void **state)
 	assert_string_equal(buf, "too large");
 }
 
+static void wallclock_reads_utc_iso_and_epoch(void **state)
+{
+	(void)state;
+	int64_t ns = 0;
+	assert_int_equal(tb_unit_parse_wallclock("2025-11-30T18:00:00Z", &ns), 0);
+	assert_int_equal(ns, 1764525600LL * 1000000000LL);
+	assert_int_equal(tb_unit_parse_wallclock("2025-11-30T18:00:02.5Z", &ns), 0);
+	assert_int_equal(ns, 1764525602LL * 1000000000LL + 500000000LL);
+	assert_int_equal(tb_unit_parse_wallclock("1970-01-01T00:00:00.000000001Z", &ns), 0);
+	assert_int_equal(ns, 1);
+	assert_int_equal(tb_unit_parse_wallclock("@1764525600", &ns), 0);
+	assert_int_equal(ns, 1764525600LL * 1000000000LL);
+	assert_int_equal(tb_unit_parse_wallclock("@1.5", &ns), 0);
+	assert_int_equal(ns, 1500000000LL);
+	static const char *const bad[] = {
+		NULL, "", "@", "@-1", "@x", "2025-11-30T18:00:00", "2025-11-30T18:00:00+01:00",
+		"2025-11-30 18:00:00Z", "2025-13-30T18:00:00Z", "2025-02-31T18:00:00Z",
+		"2025-11-30T24:00:00Z", "2025-11-30T18:00:00.Z", "2025-11-30T18:00:00.1234567890Z",
+		"2025-11-30T18:00:00Zjunk", "+2025-11-30T18:00:00Z", "2025-1-30T18:00:00Z",
+		"1969-12-31T23:59:59Z",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ns = 42;
+		assert_int_equal(tb_unit_parse_wallclock(bad[i], &ns), -EINVAL);
+		assert_int_equal(ns, 42); /* untouched */
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +274,7 @@ int main(void)
 		cmocka_unit_test(overflow_is_refused),
 		cmocka_unit_test(format_picks_the_largest_whole_unit),
 		cmocka_unit_test(why_names_the_bound_or_the_spelling),
+		cmocka_unit_test(wallclock_reads_utc_iso_and_epoch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,5 +56,6 @@ int tb_cmd_compare(int argc, char **argv);
 int tb_cmd_clock(int argc, char **argv);
 int tb_cmd_env(int argc, char **argv);
 int tb_cmd_ls(int argc, char **argv);
+int tb_cmd_export(int argc, char **argv);
 
 #endif

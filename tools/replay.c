@@ -3,7 +3,7 @@
  *   tailbus replay FILE|-... [--tag T] [--start S] [--end E]
  *                  [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]
  *                  [--warmup auto|SECONDS] [--series] [--correct-co INTERVAL]
- *                  [--plot DIR]
+ *                  [--plot DIR] [--schema S]
  *
  * Every selected interval of a tag, across all files, is added into one
  * histogram per tag (merged counts, never averaged percentiles). By default
@@ -13,7 +13,10 @@
  * D digits from 1 up instead, as a program calling Histogram.add on a
  * `new Histogram(D)` does (the figures in tests/fixtures/.../EXPECTED.md).
  * --start/--end select intervals whose start lies that many seconds after
- * their file's StartTime, inclusive, as the Java tool does.
+ * their file's StartTime, inclusive, as the Java tool does; given as
+ * wall-clock times (UTC, tb_unit_parse_wallclock), they select by absolute
+ * start instead, the same instants in every file: several hosts' logs, each
+ * with its own StartTime, merged over one span of time.
  *
  * Each selected interval also becomes a row of per-interval figures (count,
  * p50, p99, p99.9, max): the --series output, the p99-over-time plot and the
@@ -31,6 +34,11 @@
  * open-loop (every tag of a tailbusd log; tb_log_open_loop), except on tags
  * ending in ".closed" (what `tailbus load --closed` records from the actual
  * send).
+ *
+ * --format prom-native prints each tag's merged histogram as the native
+ * Prometheus buckets `tailbus export` would serve for it at --schema S
+ * (tailbus/prom.h): replay of every host's logs gives the fleet's buckets, to
+ * check a Prometheus `sum(...)` against.
  *
  * A FILE may be "-" (standard input) and may be gzip data (log_input.c).
  *
@@ -57,6 +65,7 @@
 #include "tailbus/codec.h"
 #include "tailbus/env.h"
 #include "tailbus/log.h"
+#include "tailbus/prom.h"
 #include "tailbus/report.h"
 #include "tailbus/summary.h"
 #include "warmup.h"
@@ -76,12 +85,13 @@
  * interval is far too small for the data (most likely in the wrong unit). */
 #define CO_MAX_BACKFILL 10000000LL
 
-enum format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HGRM, FMT_HGRM_CSV };
+enum format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HGRM, FMT_HGRM_CSV, FMT_PROM_NATIVE };
 enum warmup_mode { WARMUP_NONE, WARMUP_FIXED, WARMUP_AUTO };
 
 struct options {
 	const char *tag; /* NULL: every tag */
 	double start, end;
+	bool start_wall, end_wall; /* start/end are seconds since the epoch */
 	enum format format;
 	const char *output_log;
 	int digits;
@@ -92,6 +102,8 @@ struct options {
 	bool series;
 	int64_t co_interval; /* 0: no correction */
 	const char *plot_dir;
+	int schema; /* --format prom-native */
+	bool schema_given;
 };
 
 /* File names a plot's subtitle lists before "and N more". */
@@ -173,11 +185,13 @@ static void usage(FILE *out)
 		"                      [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]\n"
 		"                      [--digits D] [--unit-ratio R] [--ticks N]\n"
 		"                      [--warmup auto|DURATION] [--series] [--correct-co INTERVAL]\n"
-		"                      [--plot DIR] [--version]\n"
+		"                      [--plot DIR] [--format prom-native [--schema S]] [--version]\n"
 		"Merges the intervals of each tag across FILEs and prints min, p50..p99.99, max\n"
 		"and mean with the sample count; '*' marks a percentile with fewer than %d\n"
 		"samples beyond it. --start/--end: time after each file's StartTime.\n"
-		"--start, --end and --warmup take durations (30s, 2m; a bare number is seconds).\n"
+		"--start, --end and --warmup take durations (30s, 2m; a bare number is seconds);\n"
+		"--start and --end also take UTC times (2026-12-04T18:00:00Z, or @EPOCH_SECONDS),\n"
+		"the same instants in every file (hosts' logs merged on absolute time).\n"
 		"The merge histogram has the layout of each tag's first interval (as Java's\n"
 		"HistogramLogProcessor); --digits D merges into a fresh D-digit one instead.\n"
 		"--format hgrm prints HdrHistogram's percentile distribution, the .hgrm file\n"
@@ -196,9 +210,13 @@ static void usage(FILE *out)
 		"--correct-co I back-fills coordinated omission with expected interval I\n"
 		"(closed-loop data only: refused on logs marked open-loop, except tags\n"
 		"ending in '.closed'). --plot DIR writes SVG charts: the percentile\n"
-		"spectrum of every tag, and p99, p99.9 and max over time per tag.\n",
+		"spectrum of every tag, and p99, p99.9 and max over time per tag.\n"
+		"--format prom-native prints each tag's native Prometheus buckets at schema S\n"
+		"(0..8, default %d) as `tailbus export` serves them, for a nanosecond log:\n"
+		"'TAG INDEX LOWER UPPER COUNT' a bucket (bounds in seconds).\n",
 		TB_MIN_SAMPLES_BEYOND, TB_HGRM_DEFAULT_TICKS, TB_HGRM_JAVA_UNIT_RATIO, TB_WARMUP_WINDOW,
-		TB_WARMUP_TOLERANCE * 100.0, TB_WARMUP_TOLERANCE_MAX * 100.0, TB_WARMUP_MIN_INTERVALS);
+		TB_WARMUP_TOLERANCE * 100.0, TB_WARMUP_TOLERANCE_MAX * 100.0, TB_WARMUP_MIN_INTERVALS,
+		TB_PROM_SCHEMA_DEFAULT);
 }
 
 /* The tag's accumulator; created (shaped like `first`) when `first` is given. */
@@ -338,8 +356,10 @@ static bool rows_needed(const struct state *st)
 
 static bool selected(const struct state *st, const tb_log_entry *e)
 {
-	return (!st->opt.tag || !strcmp(st->opt.tag, e->tag)) && e->offset_sec >= st->opt.start &&
-	       e->offset_sec <= st->opt.end;
+	double from = st->opt.start_wall ? e->start_abs_sec : e->offset_sec;
+	double to = st->opt.end_wall ? e->start_abs_sec : e->offset_sec;
+	return (!st->opt.tag || !strcmp(st->opt.tag, e->tag)) && from >= st->opt.start &&
+	       to <= st->opt.end;
 }
 
 /* An interval merged into tag t: counted, and kept for --output-log. */
@@ -1064,10 +1084,42 @@ static void print_hgrm(FILE *out, const struct state *st, bool csv)
 		if (st->ntags > 1)
 			fprintf(out, "%s#[Tag: %s]\n", i ? "\n" : "",
 				*st->tags[i].name ? st->tags[i].name : "(untagged)");
-		tb_report_hgrm_header(out, st->opt.start, st->opt.end,
-				      st->have_start_time ? st->first_start_time : 0.0);
+		double base = st->have_start_time ? st->first_start_time : 0.0;
+		/* wall-clock bounds are shown relative to the first StartTime, as Java's are */
+		tb_report_hgrm_header(out, st->opt.start - (st->opt.start_wall ? base : 0),
+				      st->opt.end - (st->opt.end_wall ? base : 0), base);
 		tb_report_hgrm(out, &st->tags[i].merged, st->opt.ticks, st->opt.unit_ratio, csv);
 	}
+}
+
+/* --format prom-native: a comment line per tag with its count, zero bucket
+ * and sum, then one line per non-empty native bucket. */
+static int print_prom_native(FILE *out, const struct state *st)
+{
+	fprintf(out, "# native buckets at schema %d: bucket i holds (2^((i-1)/%d), 2^(i/%d)] "
+		"seconds; zero threshold %.17g\n", st->opt.schema, 1 << st->opt.schema,
+		1 << st->opt.schema, TB_PROM_ZERO_THRESHOLD);
+	for (size_t t = 0; t < st->ntags; t++) {
+		tb_prom_native n;
+		int rc = tb_prom_native_from_hist(&st->tags[t].merged, st->opt.schema, &n);
+		if (rc < 0) {
+			tb_cli_error(VERB, "tag '%s': %s", st->tags[t].name, strerror(-rc));
+			return rc;
+		}
+		/* an untagged log's lines still have five fields */
+		const char *tag = *st->tags[t].name ? st->tags[t].name : "(untagged)";
+		fprintf(out, "# %s count %" PRIu64 " zero_count %" PRIu64 " sum %.9g\n", tag, n.count,
+			n.zero_count, n.sum);
+		for (uint32_t i = 0; i < n.n; i++) {
+			int32_t index = n.first + (int32_t)i;
+			if (n.counts[i])
+				fprintf(out, "%s %" PRId32 " %.17g %.17g %" PRIu64 "\n", tag,
+					index, tb_prom_native_upper(index - 1, n.schema),
+					tb_prom_native_upper(index, n.schema), n.counts[i]);
+		}
+		tb_prom_native_free(&n);
+	}
+	return 0;
 }
 
 static int by_start(const void *a, const void *b)
@@ -1214,6 +1266,21 @@ static const tb_unit_spec ticks_spec = {TB_UNIT_COUNT, 1, 1, 1000};
 static const tb_unit_spec co_spec = {TB_UNIT_COUNT, 1, 1, INT64_MAX};
 
 /* A duration option into seconds. */
+/* --start/--end: a wall-clock time (seconds since the epoch, *wall set), or
+ * a duration after each file's StartTime. */
+static bool parse_seconds(const char *name, const char *arg, double *seconds);
+static bool parse_offset(const char *name, const char *arg, double *seconds);
+static bool parse_bound(const char *name, const char *arg, double *seconds, bool *wall)
+{
+	int64_t ns;
+	*wall = tb_unit_parse_wallclock(arg, &ns) == 0;
+	if (*wall) {
+		*seconds = (double)ns / TB_UNIT_S;
+		return true;
+	}
+	return parse_offset(name, arg, seconds);
+}
+
 static bool parse_seconds(const char *name, const char *arg, double *seconds)
 {
 	int64_t ns;
@@ -1259,6 +1326,14 @@ static int check_options(const struct options *o)
 		tb_cli_error(VERB, "--series prints in text, csv or json, not in the hgrm formats");
 		return -EINVAL;
 	}
+	if (o->schema_given && o->format != FMT_PROM_NATIVE) {
+		tb_cli_error(VERB, "--schema goes with --format prom-native");
+		return -EINVAL;
+	}
+	if (o->format == FMT_PROM_NATIVE && (o->series || o->plot_dir)) {
+		tb_cli_error(VERB, "--format prom-native prints buckets: no --series or --plot");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -1271,9 +1346,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{"unit-ratio", required_argument, 0, 'u'}, {"ticks", required_argument, 0, 'k'},
 		{"warmup", required_argument, 0, 'w'},    {"series", no_argument, 0, 'S'},
 		{"correct-co", required_argument, 0, 'c'}, {"plot", required_argument, 0, 'p'},
+		{"schema", required_argument, 0, 'm'},
 		{"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
 		{0, 0, 0, 0}};
 	*o = (struct options){.start = -INFINITY, .end = INFINITY, .format = FMT_TEXT,
+			      .schema = TB_PROM_SCHEMA_DEFAULT,
 			      .digits = MERGE_LOG_LAYOUT, .unit_ratio = TB_HGRM_JAVA_UNIT_RATIO,
 			      .ticks = TB_HGRM_DEFAULT_TICKS, .warmup = WARMUP_NONE};
 	int c, idx = 0;
@@ -1285,17 +1362,18 @@ static int parse_options(int argc, char **argv, struct options *o)
 		bool ok = true;
 		switch (c) {
 		case 't': o->tag = optarg; break;
-		case 's': ok = parse_offset(name, optarg, &o->start); break;
-		case 'e': ok = parse_offset(name, optarg, &o->end); break;
+		case 's': ok = parse_bound(name, optarg, &o->start, &o->start_wall); break;
+		case 'e': ok = parse_bound(name, optarg, &o->end, &o->end_wall); break;
 		case 'f':
 			if (!strcmp(optarg, "text")) o->format = FMT_TEXT;
 			else if (!strcmp(optarg, "json")) o->format = FMT_JSON;
 			else if (!strcmp(optarg, "csv")) o->format = FMT_CSV;
 			else if (!strcmp(optarg, "hgrm")) o->format = FMT_HGRM;
 			else if (!strcmp(optarg, "hgrm-csv")) o->format = FMT_HGRM_CSV;
+			else if (!strcmp(optarg, "prom-native")) o->format = FMT_PROM_NATIVE;
 			else {
 				tb_cli_bad_value(VERB, name, optarg,
-						 "want text, json, csv, hgrm or hgrm-csv");
+						 "want text, json, csv, hgrm, hgrm-csv or prom-native");
 				ok = false;
 			}
 			break;
@@ -1318,6 +1396,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case 'S': o->series = true; break;
 		case 'c': ok = tb_cli_unit(VERB, name, optarg, &co_spec, &o->co_interval); break;
 		case 'p': o->plot_dir = optarg; break;
+		case 'm':
+			if (!tb_cli_parse_i64(optarg, &n) || n < TB_PROM_SCHEMA_MIN || n > TB_PROM_SCHEMA_MAX) {
+				tb_cli_bad_value(VERB, name, optarg, "a schema is %d..%d",
+						 TB_PROM_SCHEMA_MIN, TB_PROM_SCHEMA_MAX);
+				ok = false;
+			}
+			o->schema = (int)n;
+			o->schema_given = true;
+			break;
 		case 'h': usage(stdout); return 1;
 		case 'V': tb_cli_version(); return 1;
 		default:
@@ -1388,6 +1475,10 @@ static void report(struct state *st)
 		break;
 	case FMT_HGRM: print_hgrm(stdout, st, false); break;
 	case FMT_HGRM_CSV: print_hgrm(stdout, st, true); break;
+	case FMT_PROM_NATIVE:
+		if (print_prom_native(stdout, st) < 0)
+			st->status = TB_EXIT_INPUT;
+		break;
 	}
 	bool text = st->opt.format == FMT_TEXT;
 	if (st->opt.warmup != WARMUP_NONE && !text && st->opt.format != FMT_JSON)

@@ -18,6 +18,7 @@ static const struct verb verbs[] = {
 	{"top", tb_cmd_top, "live percentiles per metric from a bus (or a growing log)"},
 	{"load", tb_cmd_load, "open-loop load generator and reference engine, recording through a bus"},
 	{"replay", tb_cmd_replay, "read interval logs: merge, summarise, print percentiles, rewrite"},
+	{"export", tb_cmd_export, "serve the buses' live histograms to Prometheus (/metrics)"},
 	{"compare", tb_cmd_compare, "compare two sets of runs, percentile by percentile, with their spread"},
 	{"model", tb_cmd_model, "coordinated omission in a FIFO server model: closed vs open loop"},
 	{"clock", tb_cmd_clock, "clock sources, their cost and resolution, and a recommendation"},

@@ -73,6 +73,12 @@ int tb_unit_format(char *buf, size_t cap, tb_unit_kind kind, int64_t v);
  * tb_unit_format. */
 int tb_unit_why(char *buf, size_t cap, int err, const tb_unit_spec *spec);
 
+/* A wall-clock time in UTC, as ISO 8601 "YYYY-MM-DDTHH:MM:SS[.frac]Z" (the
+ * Z required: no local time zones) or "@SECONDS[.frac]" since the epoch, into
+ * nanoseconds since the epoch. Returns 0 or -EINVAL (anything else,
+ * including a field out of range: month 13, second 61). */
+int tb_unit_parse_wallclock(const char *s, int64_t *epoch_ns);
+
 #ifdef __cplusplus
 }
 #endif

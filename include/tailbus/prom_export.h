@@ -1,0 +1,49 @@
+/* tailbus/prom_export.h - following buses' live areas for a Prometheus scrape.
+ *
+ * An exporter holds, per metric of each bus it follows, the sum of every
+ * interval the collector published since the exporter began following it:
+ * one HDR histogram and the counters the live area carries. tb_prom_export_poll
+ * reads the new intervals (through tailbus/live.h, lock-free) and adds each
+ * once; tb_prom_export_render writes the sums as one exposition. Intervals
+ * published before the first poll are not counted: the figures are
+ * cumulative from the exporter's start, as Prometheus counters expect.
+ *
+ * The exporter does no locking: a program that polls and renders from two
+ * threads holds its own lock around both.
+ */
+#ifndef TAILBUS_PROM_EXPORT_H
+#define TAILBUS_PROM_EXPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tailbus/prom.h"
+#include "tailbus/segment.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tb_prom_export tb_prom_export;
+
+/* A new exporter whose series carry host="<host>", with native buckets at
+ * `schema`. Returns 0, -EINVAL (schema, empty host) or -ENOMEM. */
+int tb_prom_export_new(tb_prom_export **out, const char *host, int schema);
+/* Follow a bus the caller opened (read-only is enough) and keeps open while
+ * the exporter lives; `bus` is its label value. Returns 0 or -ENOMEM. */
+int tb_prom_export_add_bus(tb_prom_export *e, const tb_seg *seg, const char *bus);
+/* Add every interval published since the last poll. Returns 0, or the first
+ * error of a live read (-EAGAIN: a collector stuck mid-write; the others
+ * are still followed), or -ENOMEM. */
+int tb_prom_export_poll(tb_prom_export *e);
+/* The whole exposition: protobuf (native and classic buckets) or text 0.0.4
+ * (classic). `now_mono_ns` (CLOCK_MONOTONIC) dates the heartbeat ages.
+ * Returns 0 or -ENOMEM. */
+int tb_prom_export_render(const tb_prom_export *e, bool protobuf, int64_t now_mono_ns,
+			  tb_prom_buf *out);
+void tb_prom_export_free(tb_prom_export *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

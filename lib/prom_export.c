@@ -1,0 +1,385 @@
+/* prom_export.c - running sums of the live area for a scrape (tailbus/prom_export.h).
+ *
+ * Per metric the exporter keeps the start time of the newest interval it has
+ * added (`last_start`). A poll reads the metric's published intervals newest
+ * first, summaries only, until it meets one it has (start <= last_start);
+ * then it takes the new ones oldest first, each with its histogram, and adds
+ * it. Intervals are identified by their start, which grows from one to the
+ * next, so a publish between two reads (which moves every age up by one) is
+ * noticed and the read is retried one age older: an interval is added once,
+ * never twice, never skipped while the live area still holds it.
+ *
+ * A metric that already had intervals at the first poll starts from its
+ * newest (nothing before the exporter counts); one registered later starts
+ * from nothing. An interval the live area holds without its histogram (a
+ * collector whose live records have a size limit) adds its count to
+ * `events` and to `summary_only`, never to the histogram, so the two can be
+ * told apart.
+ *
+ * Drops are the bus's: every metric published at one close carries the same
+ * figure, so a bus adds the drops of each interval start once, remembered in
+ * a small ring of the starts it has counted.
+ */
+#include "tailbus/prom_export.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tailbus/live.h"
+#include "tailbus/seg_abi.h"
+
+#define NS_PER_S 1e9
+#define US_PER_S 1e6
+/* Interval starts whose drops a bus has counted: more than the live area's
+ * depth of intervals, so a start is never forgotten while still readable. */
+#define DROP_STARTS 1024
+#define BUSES_MAX 64
+/* The label text for a bus that is unreadable: "metric-<id>". */
+#define NAME_MAX_LEN TB_METRIC_NAME_MAX
+
+struct metric {
+	bool followed;     /* READY and seen by a poll */
+	char name[NAME_MAX_LEN];
+	int64_t last_start; /* newest interval added (0: none) */
+	bool has_hist;
+	tb_hist hist;      /* the sum of the added intervals' histograms */
+	double events, folded, summary_only;
+};
+
+struct bus {
+	const tb_seg *seg;
+	char name[TB_SEG_PATH_MAX];
+	bool polled; /* the first poll (the baseline) is done */
+	struct metric *metrics; /* metric_capacity */
+	double dropped;
+	double gap_s; /* the newest added interval's longest drain gap */
+	int64_t gap_start;
+	int64_t drop_starts[DROP_STARTS];
+	uint32_t drop_next;
+};
+
+struct tb_prom_export {
+	char host[256];
+	int schema;
+	size_t nbus;
+	struct bus bus[BUSES_MAX];
+	tb_hist scratch;
+};
+
+int tb_prom_export_new(tb_prom_export **out, const char *host, int schema)
+{
+	if (schema < TB_PROM_SCHEMA_MIN || schema > TB_PROM_SCHEMA_MAX || !host || !*host ||
+	    strlen(host) >= sizeof((*out)->host))
+		return -EINVAL;
+	tb_prom_export *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	snprintf(e->host, sizeof(e->host), "%s", host);
+	e->schema = schema;
+	*out = e;
+	return 0;
+}
+
+int tb_prom_export_add_bus(tb_prom_export *e, const tb_seg *seg, const char *name)
+{
+	if (e->nbus == BUSES_MAX)
+		return -ENOSPC;
+	struct bus *b = &e->bus[e->nbus];
+	memset(b, 0, sizeof(*b));
+	b->metrics = calloc(seg->layout.metric_capacity, sizeof(*b->metrics));
+	if (!b->metrics)
+		return -ENOMEM;
+	b->seg = seg;
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	e->nbus++;
+	return 0;
+}
+
+static void count_drops(struct bus *b, const tb_live_interval *iv)
+{
+	for (uint32_t i = 0; i < DROP_STARTS; i++) {
+		if (b->drop_starts[i] == iv->start_ns)
+			return;
+	}
+	b->drop_starts[b->drop_next++ % DROP_STARTS] = iv->start_ns;
+	b->dropped += (double)iv->dropped;
+	if (iv->start_ns >= b->gap_start) {
+		b->gap_start = iv->start_ns;
+		b->gap_s = iv->longest_gap_us / US_PER_S;
+	}
+}
+
+/* Add interval `start` of metric `id`: at `age` unless publishes moved it older. */
+static int add_interval(tb_prom_export *e, struct bus *b, uint32_t id, uint32_t age, int64_t start)
+{
+	struct metric *m = &b->metrics[id];
+	tb_live_interval iv;
+	int rc;
+	for (;;) {
+		rc = tb_live_read(b->seg, id, age, &iv, &e->scratch);
+		if (rc < 0)
+			return rc == -ERANGE ? 0 : rc; /* aged out of the live area meanwhile */
+		if (iv.start_ns == start)
+			break;
+		if (iv.start_ns < start)
+			return 0; /* not there any more: nothing to add */
+		age++;
+	}
+	m->events += (double)iv.count;
+	m->folded += (double)iv.folded;
+	m->last_start = start;
+	count_drops(b, &iv);
+	if (rc == 1 || e->scratch.total == 0) {
+		m->summary_only += rc == 1 ? (double)iv.count : 0;
+		return 0;
+	}
+	if (!m->has_hist) {
+		rc = tb_hist_init_like(&m->hist, &e->scratch);
+		if (rc < 0)
+			return rc;
+		m->has_hist = true;
+	}
+	return tb_hist_add_growing(&m->hist, &e->scratch);
+}
+
+/* The starts of metric `id`'s intervals newer than last_start, newest first. */
+static int new_starts(const struct bus *b, uint32_t id, int64_t *starts, uint32_t *n)
+{
+	int64_t last = b->metrics[id].last_start, previous = INT64_MAX;
+	*n = 0;
+	for (uint32_t age = 0; age < b->seg->layout.live_intervals; age++) {
+		tb_live_interval iv;
+		int rc = tb_live_read(b->seg, id, age, &iv, NULL);
+		if (rc == -ENOENT || rc == -ERANGE)
+			return 0;
+		if (rc < 0)
+			return rc;
+		if (iv.start_ns >= previous)
+			return -ESTALE; /* a publish moved the ages under us */
+		if (iv.start_ns <= last)
+			return 0;
+		previous = iv.start_ns;
+		starts[(*n)++] = iv.start_ns;
+	}
+	return 0;
+}
+
+#define STALE_RETRIES 8
+
+static int follow_metric(tb_prom_export *e, struct bus *b, uint32_t id)
+{
+	struct metric *m = &b->metrics[id];
+	uint32_t cap = b->seg->layout.live_intervals, n = 0;
+	int64_t *starts = malloc((cap ? cap : 1) * sizeof(*starts));
+	if (!starts)
+		return -ENOMEM;
+	int rc = -ESTALE;
+	for (int i = 0; i < STALE_RETRIES && rc == -ESTALE; i++)
+		rc = new_starts(b, id, starts, &n);
+	if (rc == 0 && !b->polled) {
+		/* the baseline: what was published before the exporter does not count */
+		if (n)
+			m->last_start = starts[0];
+		n = 0;
+	}
+	for (uint32_t k = n; rc == 0 && k-- > 0;)
+		rc = add_interval(e, b, id, k, starts[k]);
+	free(starts);
+	return rc;
+}
+
+static void metric_name(const tb_seg *s, uint32_t id, char *out, size_t cap)
+{
+	char name[TB_METRIC_NAME_MAX];
+	memcpy(name, tb_seg_metric(s, id)->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (tb_seg_metric_name_valid(name))
+		snprintf(out, cap, "%s", name);
+	else
+		snprintf(out, cap, "metric-%u", id);
+}
+
+static int poll_bus(tb_prom_export *e, struct bus *b)
+{
+	int first_error = 0;
+	for (uint32_t id = 0; id < b->seg->layout.metric_capacity; id++) {
+		const tb_metric_entry *entry = tb_seg_metric(b->seg, id);
+		if (__atomic_load_n(&entry->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
+			continue;
+		struct metric *m = &b->metrics[id];
+		if (!m->followed) {
+			metric_name(b->seg, id, m->name, sizeof(m->name));
+			m->followed = true;
+		}
+		int rc = follow_metric(e, b, id);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0 && !first_error)
+			first_error = rc;
+	}
+	b->polled = true;
+	return first_error;
+}
+
+int tb_prom_export_poll(tb_prom_export *e)
+{
+	int first_error = 0;
+	for (size_t i = 0; i < e->nbus; i++) {
+		int rc = poll_bus(e, &e->bus[i]);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc < 0 && !first_error)
+			first_error = rc;
+	}
+	return first_error;
+}
+
+void tb_prom_export_free(tb_prom_export *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->nbus; i++) {
+		for (uint32_t id = 0; id < e->bus[i].seg->layout.metric_capacity; id++)
+			tb_hist_free(&e->bus[i].metrics[id].hist);
+		free(e->bus[i].metrics);
+	}
+	tb_hist_free(&e->scratch);
+	free(e);
+}
+
+/* Rendering: one family at a time, its series gathered from every bus. */
+struct gather {
+	size_t n;
+	tb_prom_labels *labels;
+	const tb_hist **hists;
+	double *values;
+};
+
+enum per_metric { PM_EVENTS, PM_FOLDED, PM_SUMMARY_ONLY };
+enum per_bus { PB_DROPPED, PB_HEARTBEAT_AGE, PB_GAP };
+
+static double metric_value(const struct metric *m, enum per_metric what)
+{
+	return what == PM_EVENTS ? m->events : what == PM_FOLDED ? m->folded : m->summary_only;
+}
+
+static double bus_value(const struct bus *b, enum per_bus what, int64_t now_mono_ns, bool *present)
+{
+	*present = true;
+	if (what == PB_DROPPED)
+		return b->dropped;
+	if (what == PB_GAP)
+		return b->gap_s;
+	const tb_seg_header *h = (const tb_seg_header *)b->seg->base;
+	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
+	*present = beat != 0; /* never beat: no figure rather than a made-up one */
+	return (double)(now_mono_ns - beat) / NS_PER_S;
+}
+
+static int emit(const tb_prom_export *e, tb_prom_buf *out, bool protobuf, tb_prom_family *f,
+		const struct gather *g)
+{
+	f->n = g->n;
+	f->labels = g->labels;
+	f->values = g->values;
+	f->hists = (const tb_hist *const *)g->hists;
+	if (protobuf && g->n == 0)
+		return 0; /* a family without series is not worth a message */
+	return protobuf ? tb_prom_pb_family(out, f, e->schema) : tb_prom_text_family(out, f);
+}
+
+static int render_histograms(const tb_prom_export *e, struct gather *g, tb_prom_buf *out, bool pb)
+{
+	g->n = 0;
+	for (size_t i = 0; i < e->nbus; i++) {
+		const struct bus *b = &e->bus[i];
+		for (uint32_t id = 0; id < b->seg->layout.metric_capacity; id++) {
+			const struct metric *m = &b->metrics[id];
+			if (!m->has_hist)
+				continue;
+			g->labels[g->n] = (tb_prom_labels){b->name, m->name, e->host};
+			g->hists[g->n++] = &m->hist;
+		}
+	}
+	tb_prom_family f = {.name = "tailbus_latency_seconds", .type = TB_PROM_HISTOGRAM,
+			    .help = "Latency from the intended start, every interval published since "
+				    "the exporter started (HDR counts mapped to buckets)."};
+	return emit(e, out, pb, &f, g);
+}
+
+static int render_per_metric(const tb_prom_export *e, struct gather *g, tb_prom_buf *out, bool pb,
+			     enum per_metric what, const char *name, const char *help)
+{
+	g->n = 0;
+	for (size_t i = 0; i < e->nbus; i++) {
+		const struct bus *b = &e->bus[i];
+		for (uint32_t id = 0; id < b->seg->layout.metric_capacity; id++) {
+			const struct metric *m = &b->metrics[id];
+			if (!m->followed)
+				continue;
+			g->labels[g->n] = (tb_prom_labels){b->name, m->name, e->host};
+			g->values[g->n++] = metric_value(m, what);
+		}
+	}
+	tb_prom_family f = {.name = name, .help = help, .type = TB_PROM_COUNTER};
+	return emit(e, out, pb, &f, g);
+}
+
+static int render_per_bus(const tb_prom_export *e, struct gather *g, tb_prom_buf *out, bool pb,
+			  int64_t now, enum per_bus what, const char *name, const char *help)
+{
+	g->n = 0;
+	for (size_t i = 0; i < e->nbus; i++) {
+		bool present;
+		double v = bus_value(&e->bus[i], what, now, &present);
+		if (!present)
+			continue;
+		g->labels[g->n] = (tb_prom_labels){e->bus[i].name, NULL, e->host};
+		g->values[g->n++] = v;
+	}
+	tb_prom_family f = {.name = name, .help = help,
+			    .type = what == PB_DROPPED ? TB_PROM_COUNTER : TB_PROM_GAUGE};
+	return emit(e, out, pb, &f, g);
+}
+
+int tb_prom_export_render(const tb_prom_export *e, bool pb, int64_t now, tb_prom_buf *out)
+{
+	size_t most = e->nbus;
+	for (size_t i = 0; i < e->nbus; i++)
+		most += e->bus[i].seg->layout.metric_capacity;
+	struct gather g = {0};
+	g.labels = calloc(most, sizeof(*g.labels));
+	g.hists = calloc(most, sizeof(*g.hists));
+	g.values = calloc(most, sizeof(*g.values));
+	int rc = g.labels && g.hists && g.values ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = render_histograms(e, &g, out, pb);
+	if (rc == 0)
+		rc = render_per_metric(e, &g, out, pb, PM_EVENTS, "tailbus_events_total",
+				       "Events of the metric's intervals since the exporter started.");
+	if (rc == 0)
+		rc = render_per_metric(e, &g, out, pb, PM_FOLDED, "tailbus_folded_total",
+				       "Of tailbus_events_total, events taken from fold lanes "
+				       "(2 significant digits: their ring was full).");
+	if (rc == 0)
+		rc = render_per_metric(e, &g, out, pb, PM_SUMMARY_ONLY, "tailbus_summary_only_total",
+				       "Of tailbus_events_total, events of intervals the live area held "
+				       "without their histogram: not in tailbus_latency_seconds.");
+	if (rc == 0)
+		rc = render_per_bus(e, &g, out, pb, now, PB_DROPPED, "tailbus_dropped_total",
+				    "Events lost to full rings on the bus since the exporter started.");
+	if (rc == 0)
+		rc = render_per_bus(e, &g, out, pb, now, PB_HEARTBEAT_AGE,
+				    "tailbus_collector_heartbeat_age_seconds",
+				    "Age of the collector's heartbeat (refreshed every 100 ms).");
+	if (rc == 0)
+		rc = render_per_bus(e, &g, out, pb, now, PB_GAP, "tailbus_collector_longest_drain_gap_seconds",
+				    "The collector's longest time between two passes over the rings, "
+				    "in the newest interval.");
+	free(g.labels);
+	free(g.hists);
+	free(g.values);
+	return rc;
+}

@@ -1,0 +1,356 @@
+/* export.c - `tailbus export`: the buses' live intervals as a Prometheus /metrics.
+ *
+ *   tailbus export [--bus B]... [--dir D] [--listen ADDR:PORT] [--host NAME]
+ *                  [--schema S] [--poll DURATION]
+ *
+ * A process of its own, never a thread of tailbusd, so that serving scrapes
+ * cannot take time from a drain CPU: it maps each bus read-only and reads the
+ * live area without a system call or a write (tailbus/live.h), as `tailbus
+ * top` does. The main thread polls the live areas (tailbus/prom_export.h);
+ * libmicrohttpd's one internal thread serves every connection from an epoll
+ * loop, so a slow or hostile client holds a connection, not the server.
+ * Both take one mutex: a poll and a render never overlap.
+ *
+ * Limits that keep a bad client in its place: a connection idle for
+ * CONNECTION_TIMEOUT_S is closed; a request whose headers pass
+ * CONNECTION_MEMORY bytes is refused by libmicrohttpd; at most
+ * CONNECTION_LIMIT connections are open at once (the open-files limit is
+ * raised to its hard limit to allow them). Only GET and HEAD of /metrics
+ * are served.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tailbus/prom_export.h"
+#include "tailbus/segment.h"
+
+#define VERB "export"
+#define DEFAULT_LISTEN "127.0.0.1:9477"
+#define BUSES_MAX 64
+#define CONNECTION_TIMEOUT_S 10
+#define CONNECTION_LIMIT 4096
+/* libmicrohttpd's per-connection pool: the request line and headers must fit. */
+#define CONNECTION_MEMORY (32 * 1024)
+#define LISTEN_BACKLOG 1024
+#define HOST_MAX 256
+
+static const tb_unit_spec poll_spec = {TB_UNIT_DURATION, TB_UNIT_MS, 10 * TB_UNIT_MS, 10 * TB_UNIT_S};
+
+struct options {
+	const char *bus[BUSES_MAX];
+	int nbus;
+	const char *dir, *listen, *host;
+	int schema;
+	int64_t poll_ns;
+};
+
+struct server {
+	pthread_mutex_t lock;
+	tb_prom_export *exp;
+	unsigned long scrapes;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tailbus export [--bus B]... [--dir D] [--listen ADDR:PORT] [--host NAME]\n"
+		"                      [--schema S] [--poll DURATION]\n\n"
+		"Serves http://ADDR:PORT/metrics for Prometheus: each metric's latency histogram\n"
+		"(every interval the collector published since the exporter started), its event\n"
+		"and fold counters, the bus's drops and the collector's health.\n"
+		"  --bus B        a bus to follow (repeatable; default $TAILBUS_BUS, else 'default')\n"
+		"  --dir D        where the buses are (default: as tailbusd looks)\n"
+		"  --listen A:P   address and port (default %s: this machine only;\n"
+		"                 0.0.0.0:9477 or [::]:9477 for a Prometheus elsewhere)\n"
+		"  --host NAME    the host label of every series (default: this machine's name)\n"
+		"  --schema S     native-histogram schema 0..8 (default %d: 2^S buckets an octave,\n"
+		"                 relative error of a quantile under 2^(2^-S) - 1)\n"
+		"  --poll D       how often the live areas are read (default 100ms)\n"
+		"Protobuf (native and classic buckets) to a client whose Accept asks for it,\n"
+		"otherwise the text format 0.0.4 (classic buckets). docs/cli.md has the details.\n",
+		DEFAULT_LISTEN, TB_PROM_SCHEMA_DEFAULT);
+}
+
+/* "A.B.C.D:PORT" or "[V6]:PORT" into a socket address. */
+static bool parse_listen(const char *arg, struct sockaddr_storage *ss, bool *v6)
+{
+	const char *colon = strrchr(arg, ':');
+	char host[INET6_ADDRSTRLEN + 2];
+	if (!colon || (size_t)(colon - arg) >= sizeof(host)) {
+		tb_cli_bad_value(VERB, "listen", arg, "expected ADDRESS:PORT, e.g. %s", DEFAULT_LISTEN);
+		return false;
+	}
+	memcpy(host, arg, (size_t)(colon - arg));
+	host[colon - arg] = '\0';
+	int64_t port;
+	if (!tb_cli_parse_i64(colon + 1, &port) || port < 1 || port > 65535) {
+		tb_cli_bad_value(VERB, "listen", arg, "the port must be 1..65535");
+		return false;
+	}
+	memset(ss, 0, sizeof(*ss));
+	size_t n = strlen(host);
+	*v6 = n >= 2 && host[0] == '[' && host[n - 1] == ']';
+	if (*v6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+		host[n - 1] = '\0';
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) == 1)
+			return true;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, host, &a->sin_addr) == 1)
+			return true;
+	}
+	tb_cli_bad_value(VERB, "listen", arg, "'%s' is not a numeric IPv4 or [IPv6] address", host);
+	return false;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longs[] = {
+		{"bus", required_argument, 0, 'b'},    {"dir", required_argument, 0, 'd'},
+		{"listen", required_argument, 0, 'l'}, {"host", required_argument, 0, 'H'},
+		{"schema", required_argument, 0, 's'}, {"poll", required_argument, 0, 'p'},
+		{"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
+		{0, 0, 0, 0}};
+	*o = (struct options){.listen = DEFAULT_LISTEN, .schema = TB_PROM_SCHEMA_DEFAULT,
+			      .poll_ns = 100 * TB_UNIT_MS};
+	int c;
+	int64_t v;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", longs, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (o->nbus == BUSES_MAX) {
+				tb_cli_error(VERB, "at most %d buses", BUSES_MAX);
+				return TB_EXIT_USAGE;
+			}
+			o->bus[o->nbus++] = optarg;
+			break;
+		case 'd': o->dir = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 'H': o->host = optarg; break;
+		case 's':
+			if (!tb_cli_parse_i64(optarg, &v) || v < TB_PROM_SCHEMA_MIN || v > TB_PROM_SCHEMA_MAX) {
+				tb_cli_bad_value(VERB, "schema", optarg, "a schema is %d..%d",
+						 TB_PROM_SCHEMA_MIN, TB_PROM_SCHEMA_MAX);
+				return TB_EXIT_USAGE;
+			}
+			o->schema = (int)v;
+			break;
+		case 'p':
+			if (!tb_cli_unit(VERB, "poll", optarg, &poll_spec, &o->poll_ns))
+				return TB_EXIT_USAGE;
+			break;
+		case 'h': usage(stdout); return -1;
+		case 'V': tb_cli_version(); return -1;
+		default: tb_cli_bad_option(VERB, c, argv[optind - 1]); return TB_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
+		return TB_EXIT_USAGE;
+	}
+	if (o->host && (!*o->host || strlen(o->host) >= HOST_MAX)) {
+		tb_cli_bad_value(VERB, "host", o->host, "1 to %d characters", HOST_MAX - 1);
+		return TB_EXIT_USAGE;
+	}
+	if (o->nbus == 0) {
+		const char *env = getenv("TAILBUS_BUS");
+		o->bus[o->nbus++] = env && *env ? env : "default";
+	}
+	return TB_EXIT_OK;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, void *data,
+			     size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, mode);
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(data);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	enum MHD_Result ok = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static enum MHD_Result plain(struct MHD_Connection *c, unsigned status, const char *text)
+{
+	return reply(c, status, "text/plain; charset=utf-8", (void *)text, strlen(text),
+		     MHD_RESPMEM_PERSISTENT);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_data_size,
+			      void **req_cls)
+{
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)req_cls;
+	struct server *srv = cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return plain(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	if (strcmp(url, "/metrics"))
+		return plain(c, MHD_HTTP_NOT_FOUND, "tailbus export serves /metrics\n");
+	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	bool pb = tb_prom_accepts_protobuf(accept);
+	tb_prom_buf out = {0};
+	pthread_mutex_lock(&srv->lock);
+	int rc = tb_prom_export_render(srv->exp, pb, mono_ns(), &out);
+	srv->scrapes++;
+	pthread_mutex_unlock(&srv->lock);
+	if (rc < 0) {
+		tb_prom_buf_free(&out);
+		return plain(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	return reply(c, MHD_HTTP_OK, pb ? TB_PROM_PB_TYPE : TB_PROM_TEXT_TYPE, out.data, out.len,
+		     MHD_RESPMEM_MUST_FREE);
+}
+
+static void raise_open_files(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static struct MHD_Daemon *start_http(struct server *srv, const struct sockaddr_storage *ss, bool v6)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	return MHD_start_daemon(flags, 0, NULL, NULL, handle, srv,
+				MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)LISTEN_BACKLOG,
+				MHD_OPTION_END);
+}
+
+static int open_buses(const struct options *o, tb_seg *segs, tb_prom_export *exp)
+{
+	for (int i = 0; i < o->nbus; i++) {
+		const char *why = "unknown error";
+		int rc = tb_seg_open(&segs[i], o->dir, o->bus[i], NULL, TB_SEG_READONLY, &why);
+		if (rc < 0) {
+			tb_cli_error(VERB, "bus '%s': %s (%s)%s", o->bus[i], why, strerror(-rc),
+				     rc == -ENOENT ? "; is tailbusd running? --dir names its directory" : "");
+			return rc;
+		}
+		rc = tb_prom_export_add_bus(exp, &segs[i], o->bus[i]);
+		if (rc < 0) {
+			tb_cli_error(VERB, "bus '%s': %s", o->bus[i], strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Poll until a signal; say when the live areas cannot be read, and when they can again. */
+static void poll_loop(struct server *srv, const struct options *o)
+{
+	int last = 0;
+	struct timespec ts = {(time_t)(o->poll_ns / TB_UNIT_S), (long)(o->poll_ns % TB_UNIT_S)};
+	while (!stop) {
+		pthread_mutex_lock(&srv->lock);
+		int rc = tb_prom_export_poll(srv->exp);
+		pthread_mutex_unlock(&srv->lock);
+		if (rc != last)
+			tb_cli_error(VERB, rc ? "reading a live area: %s" : "live areas readable again%s",
+				     rc == -EAGAIN ? "no stable copy (a collector stuck mid-write?)" :
+				     rc ? strerror(-rc) : "");
+		last = rc;
+		nanosleep(&ts, NULL);
+	}
+}
+
+int tb_cmd_export(int argc, char **argv)
+{
+	struct options o;
+	int rc = parse_options(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? TB_EXIT_OK : rc;
+	struct sockaddr_storage ss;
+	bool v6;
+	if (!parse_listen(o.listen, &ss, &v6))
+		return TB_EXIT_USAGE;
+	char host[HOST_MAX];
+	if (!o.host) {
+		if (gethostname(host, sizeof(host)) < 0 || !*host)
+			snprintf(host, sizeof(host), "unknown");
+		host[sizeof(host) - 1] = '\0';
+		o.host = host;
+	}
+	struct server srv = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	if (tb_prom_export_new(&srv.exp, o.host, o.schema) < 0) {
+		tb_cli_error(VERB, "out of memory");
+		return TB_EXIT_INPUT;
+	}
+	tb_seg segs[BUSES_MAX];
+	memset(segs, 0, sizeof(segs));
+	int exit_status = TB_EXIT_INPUT;
+	if (open_buses(&o, segs, srv.exp) < 0)
+		goto out;
+	tb_prom_export_poll(srv.exp); /* the baseline, before the first scrape */
+	raise_open_files();
+	signal(SIGPIPE, SIG_IGN);
+	struct MHD_Daemon *d = start_http(&srv, &ss, v6);
+	if (!d) {
+		tb_cli_error(VERB, "cannot listen on %s (in use, or not an address of this machine?)",
+			     o.listen);
+		goto out;
+	}
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	fprintf(stderr, "tailbus export: serving http://%s/metrics (host \"%s\", schema %d)\n", o.listen,
+		o.host, o.schema);
+	poll_loop(&srv, &o);
+	MHD_stop_daemon(d);
+	fprintf(stderr, "tailbus export: stopped after %lu scrapes\n", srv.scrapes);
+	exit_status = TB_EXIT_OK;
+out:
+	tb_prom_export_free(srv.exp);
+	for (int i = 0; i < o.nbus; i++) {
+		if (segs[i].base)
+			tb_seg_close(&segs[i]);
+	}
+	return exit_status;
+}
