@@ -302,7 +302,7 @@ static int close_metric(tb_collector *c, uint16_t m, int half, double base, int6
 	int rc = encode_merged(c, &frame, &frame_len);
 	if (rc < 0)
 		return rc;
-	tb_publish_summary ps = {start, length_ns, bus_drops, mc->folded, gap_ns};
+	tb_publish_summary ps = {start, length_ns, bus_drops, gap_ns, mc};
 	tb_publish_interval(c, m, &ps, frame, frame_len);
 	const tb_hist *merged = &c->closer.merged;
 	tb_growbuf *log = &c->closer.log;

@@ -495,8 +495,9 @@ void tb_closer_free(tb_collector *c);
  * to more than TB_LIVE_FRAME_MAX. */
 typedef struct tb_publish_summary {
 	int64_t start_ns, length_ns;
-	uint64_t bus_drops, folded;
+	uint64_t bus_drops;
 	int64_t gap_ns;
+	const tb_metric_counts *counts; /* the metric's, for the interval */
 } tb_publish_summary;
 int tb_publish_init(tb_collector *c);
 void tb_publish_free(tb_collector *c);

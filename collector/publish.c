@@ -183,7 +183,11 @@ void tb_publish_interval(tb_collector *c, uint16_t m, const tb_publish_summary *
 	li->p9999 = pct[4];
 	li->dropped = s->bus_drops;
 	li->longest_gap_us = s->gap_ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(s->gap_ns / 1000);
-	li->folded = s->folded;
+	li->folded = s->counts->folded;
+	li->negative = s->counts->negative;
+	li->late = s->counts->late;
+	li->unmatched_start = s->counts->unmatched_start;
+	li->unmatched_end = s->counts->unmatched_end;
 	li->hist_len = (uint32_t)frame_len;
 	li->frame_pos = pos;
 	p->frame_pos[(size_t)m * cap + k] = pos;

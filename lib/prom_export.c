@@ -46,6 +46,7 @@ struct metric {
 	bool has_hist;
 	tb_hist hist;      /* the sum of the added intervals' histograms */
 	double events, folded, summary_only;
+	double negative, late, unmatched_start, unmatched_end;
 };
 
 struct bus {
@@ -129,6 +130,10 @@ static int add_interval(tb_prom_export *e, struct bus *b, uint32_t id, uint32_t 
 	}
 	m->events += (double)iv.count;
 	m->folded += (double)iv.folded;
+	m->negative += (double)iv.negative;
+	m->late += (double)iv.late;
+	m->unmatched_start += (double)iv.unmatched_start;
+	m->unmatched_end += (double)iv.unmatched_end;
 	m->last_start = start;
 	count_drops(b, &iv);
 	if (rc == 1 || e->scratch.total == 0) {
@@ -257,12 +262,21 @@ struct gather {
 	double *values;
 };
 
-enum per_metric { PM_EVENTS, PM_FOLDED, PM_SUMMARY_ONLY };
+enum per_metric { PM_EVENTS, PM_FOLDED, PM_SUMMARY_ONLY, PM_NEGATIVE, PM_LATE, PM_UNMATCHED_START,
+		  PM_UNMATCHED_END };
 enum per_bus { PB_DROPPED, PB_HEARTBEAT_AGE, PB_GAP };
 
 static double metric_value(const struct metric *m, enum per_metric what)
 {
-	return what == PM_EVENTS ? m->events : what == PM_FOLDED ? m->folded : m->summary_only;
+	switch (what) {
+	case PM_EVENTS: return m->events;
+	case PM_FOLDED: return m->folded;
+	case PM_NEGATIVE: return m->negative;
+	case PM_LATE: return m->late;
+	case PM_UNMATCHED_START: return m->unmatched_start;
+	case PM_UNMATCHED_END: return m->unmatched_end;
+	default: return m->summary_only;
+	}
 }
 
 static double bus_value(const struct bus *b, enum per_bus what, int64_t now_mono_ns, bool *present)
@@ -363,6 +377,20 @@ int tb_prom_export_render(const tb_prom_export *e, bool pb, int64_t now, tb_prom
 		rc = render_per_metric(e, &g, out, pb, PM_FOLDED, "tailbus_folded_total",
 				       "Of tailbus_events_total, events taken from fold lanes "
 				       "(2 significant digits: their ring was full).");
+	if (rc == 0)
+		rc = render_per_metric(e, &g, out, pb, PM_NEGATIVE, "tailbus_negative_total",
+				       "Of tailbus_events_total, completions before their intended time, "
+				       "recorded as 0.");
+	if (rc == 0)
+		rc = render_per_metric(e, &g, out, pb, PM_LATE, "tailbus_late_total",
+				       "Of tailbus_events_total, events counted in a later interval than "
+				       "the one they completed in.");
+	if (rc == 0)
+		rc = render_per_metric(e, &g, out, pb, PM_UNMATCHED_START, "tailbus_unmatched_start_total",
+				       "START halves that never met their END (expired, or no room to wait).");
+	if (rc == 0)
+		rc = render_per_metric(e, &g, out, pb, PM_UNMATCHED_END, "tailbus_unmatched_end_total",
+				       "END halves that never met their START (expired, or no room to wait).");
 	if (rc == 0)
 		rc = render_per_metric(e, &g, out, pb, PM_SUMMARY_ONLY, "tailbus_summary_only_total",
 				       "Of tailbus_events_total, events of intervals the live area held "

@@ -146,7 +146,7 @@ json_figures() {
 			o = objs[i]
 			tag = match(o, /"tag":"[^"]*"/) ? substr(o, RSTART + 7, RLENGTH - 8) : "MISSING"
 			line = prefix " tag=" tag
-			# the JSON says count; the reference's figures are labelled total
+			# the JSON says count; the reference figures say total
 			split("intervals total min p50 p90 p99 p99_9 p99_99 max", keys, " ")
 			for (k = 1; k <= 9; k++)
 				line = line " " keys[k] "=" num(o, keys[k] == "total" ? "count" : keys[k])

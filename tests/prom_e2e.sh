@@ -173,6 +173,12 @@ check "histogram_count(sum(...)) equals the events written ($total)" \
 check "sum(tailbus_events_total) equals the events written" \
 	wait_for "$port_native" 'sum(tailbus_events_total)' "$total"
 check "no event missed its histogram" wait_for "$port_native" 'sum(tailbus_summary_only_total)' 0
+# the sidecar's other per-metric counts, one series per host's metric: none
+# of these events was negative, late or left unmatched
+for counter in negative late unmatched_start unmatched_end; do
+	check "tailbus_${counter}_total: a series per metric, 0 here" \
+		wait_for "$port_native" "count(tailbus_${counter}_total) + sum(tailbus_${counter}_total)" 2
+done
 check "the classic _count equals the events written" \
 	wait_for "$port_classic" 'sum(tailbus_latency_seconds_count)' "$total"
 check "the classic +Inf bucket equals the events written" \

@@ -640,6 +640,32 @@ static void sidecar_events(struct fixture *f, int64_t start_ns, int64_t *events)
 	}
 }
 
+/* The live record carries what the sidecar's metric row counts beside its
+ * count: negative and late events, unmatched halves. */
+static void a_live_interval_carries_negative_late_and_unmatched(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	uint32_t id = tb_metric_id(f->m[1]);
+	uint64_t done = at(f, len / 2);
+	for (int k = 0; k < 4; k++) /* completed before they were due */
+		tb_span(f->p, f->m[1], done + 1000, done);
+	spans(f, 1, 6, at(f, -len / 2), 1000); /* completed in the interval before */
+	spans(f, 1, 10, done, 1000);
+	tb_collector_drain_all(&f->c);
+	tb_drainer *d = &f->c.drainers[0];
+	d->counts[d->cur][id].unmatched_start += 2; /* as expiry counts them */
+	d->counts[d->cur][id].unmatched_end += 1;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	tb_live_snapshot snap;
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id, &snap), 0);
+	assert_int_equal(snap.newest.count, 20);
+	assert_int_equal(snap.newest.negative, 4);
+	assert_int_equal(snap.newest.late, 6);
+	assert_int_equal(snap.newest.unmatched_start, 2);
+	assert_int_equal(snap.newest.unmatched_end, 1);
+}
+
 /* A close takes nothing from the rings: the drain threads do, and what a
  * stopping collector leaves there is the next collector's. */
 static void a_close_leaves_the_rings_alone(void **state)
@@ -1483,6 +1509,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			an_interval_begun_before_the_clock_started_takes_the_fast_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_fast_path_keeps_the_least_and_greatest_value, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_live_interval_carries_negative_late_and_unmatched, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_close_leaves_the_rings_alone, setup,
 						teardown),

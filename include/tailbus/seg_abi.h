@@ -189,8 +189,13 @@ typedef struct tb_live_interval {
 	uint64_t folded;
 	/* ABI 4: the frame's first byte, as a heap position (tb_live_heap) */
 	uint64_t frame_pos;
+	/* ABI 4: what the sidecar's metric row counts beside `count`: of it,
+	 * completions before their intended time (recorded as 0) and events
+	 * counted in this interval though they completed in an earlier one;
+	 * and START or END halves that never met their other half */
+	uint64_t negative, late, unmatched_start, unmatched_end;
 } tb_live_interval;
-TB_STATIC_ASSERT(sizeof(tb_live_interval) == 112, "live interval record size");
+TB_STATIC_ASSERT(sizeof(tb_live_interval) == 144, "live interval record size");
 
 typedef struct tb_live_metric {
 	alignas(TB_CACHELINE) uint64_t seq; /* odd while the collector writes */
