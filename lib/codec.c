@@ -644,6 +644,41 @@ static int64_t payload_limit(const uint8_t *header, const char **why)
 static __thread struct libdeflate_decompressor *tls_dd;
 static __thread uint8_t *tls_out;
 static __thread size_t tls_out_cap;
+static __thread uint8_t *tls_frame; /* inflate_base64's, below */
+static __thread size_t tls_frame_cap;
+
+/* A thread that ends frees its decompressor and buffers, as its deflate
+ * stream is freed: a key whose destructor runs in the ending thread, set
+ * once the thread holds any of them. Without the key (its creation
+ * failed) they live as long as the process, no worse than before. */
+static pthread_key_t in_key;
+static pthread_once_t in_key_once = PTHREAD_ONCE_INIT;
+static int in_key_rc = -1;
+
+static void end_inflater(void *unused)
+{
+	(void)unused;
+	if (tls_dd)
+		libdeflate_free_decompressor(tls_dd);
+	free(tls_out);
+	free(tls_frame);
+	tls_dd = NULL;
+	tls_out = tls_frame = NULL;
+	tls_out_cap = tls_frame_cap = 0;
+}
+
+static void make_in_key(void)
+{
+	in_key_rc = pthread_key_create(&in_key, end_inflater);
+}
+
+/* This thread holds inflate state: free it when the thread ends. */
+static void inflater_held(void)
+{
+	pthread_once(&in_key_once, make_in_key);
+	if (in_key_rc == 0 && !pthread_getspecific(in_key))
+		pthread_setspecific(in_key, &in_key); /* any non-NULL value */
+}
 
 #define INFLATE_FIRST_CAP 65536
 /* DEFLATE cannot expand input more than about 1032 times (a 258-byte match
@@ -659,6 +694,7 @@ static uint8_t *out_buffer(size_t cap)
 	uint8_t *p = realloc(tls_out, cap);
 	if (!p)
 		return NULL;
+	inflater_held();
 	tls_out = p;
 	tls_out_cap = cap;
 	return p;
@@ -669,8 +705,11 @@ static uint8_t *out_buffer(size_t cap)
 static int inflate_inner(const uint8_t *z, size_t zlen, uint8_t **inner, size_t *inner_len,
 			 const char **why)
 {
-	if (!tls_dd && !(tls_dd = libdeflate_alloc_decompressor()))
-		return fail(why, "out of memory", -ENOMEM);
+	if (!tls_dd) {
+		if (!(tls_dd = libdeflate_alloc_decompressor()))
+			return fail(why, "out of memory", -ENOMEM);
+		inflater_held();
+	}
 	size_t bound = zlen * DEFLATE_MAX_RATIO + DEFLATE_SLACK;
 	size_t cap = tls_out_cap > INFLATE_FIRST_CAP ? tls_out_cap : INFLATE_FIRST_CAP;
 	if (cap > bound)
@@ -740,10 +779,8 @@ int tb_v2_decode(const uint8_t *frame, size_t len, tb_hist *out, const char **wh
 	return tb_v2_decode_inner(inner, inner_len, out, why);
 }
 
-/* The frame a base64 payload decodes to: the thread's, kept as inflate's
- * output is (a replay decodes one a line). */
-static __thread uint8_t *tls_frame;
-static __thread size_t tls_frame_cap;
+/* The frame a base64 payload decodes to is the thread's (tls_frame, above),
+ * kept as inflate's output is (a replay decodes one a line). */
 
 /* The inner buffer of a base64 payload (the thread's, see inflate_inner). */
 static int inflate_base64(const char *text, size_t n, uint8_t **inner, size_t *inner_len,
@@ -754,6 +791,7 @@ static int inflate_base64(const char *text, size_t n, uint8_t **inner, size_t *i
 		uint8_t *grown = realloc(tls_frame, cap ? cap : 1);
 		if (!grown)
 			return fail(why, "out of memory", -ENOMEM);
+		inflater_held();
 		tls_frame = grown;
 		tls_frame_cap = cap;
 	}

@@ -285,7 +285,8 @@ int tb_cmd_ls(int argc, char **argv)
 		free(l.e);
 		return TB_EXIT_INPUT;
 	}
-	qsort(l.e, l.n, sizeof(*l.e), by_path);
+	if (l.n > 1) /* qsort takes no NULL array, which an empty directory gives */
+		qsort(l.e, l.n, sizeof(*l.e), by_path);
 	int64_t now = now_ns();
 	if (o.remove)
 		remove_stale(&l, o.stale_ns, now);
