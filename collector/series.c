@@ -11,10 +11,12 @@
  * The mapping is committed lazily by the kernel. So that no drain thread
  * takes a page fault for a new series, the run loop faults in the memory
  * of series beyond those taken (TB_SERIES_RESERVE, or half as many as are
- * taken, whichever is more; tb_series_prefault); a drain thread that
- * outruns it (a burst of new (slot, metric) pairs within a millisecond)
- * faults its series in itself, counted in series_unready and reported by
- * tailbusd at exit.
+ * taken, whichever is more; tb_series_prefault), with MADV_POPULATE_WRITE,
+ * which leaves what a page holds as it is. A series a drain thread takes
+ * before that (a burst of new (slot, metric) pairs between two of the run
+ * loop's looks) faults in only the pages its values land in, on that
+ * thread; the run loop populates the rest; counted in series_unready and
+ * reported by tailbusd at exit.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -98,6 +100,12 @@ static void fault_in(tb_collector *c, uint32_t from, uint32_t to)
 	char *first = (char *)((uintptr_t)lo & ~(uintptr_t)(page - 1));
 	if (madvise(first, (size_t)(hi - first), MADV_POPULATE_WRITE) == 0)
 		return;
+	/* a kernel without it (before 5.14): a write to each page, of what it
+	 * holds, only to series no drain thread can have taken yet (a drain
+	 * thread's count between our read and write would be lost) */
+	uint32_t taken = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
+	if (from < taken)
+		lo = c->series_pool + sizeof(tb_series_fast) + (size_t)taken * per;
 	for (volatile char *p = lo; p < hi; p += page)
 		*p = *p;
 }
@@ -129,10 +137,11 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 		++*exhausted;
 		return NULL;
 	}
-	if (n >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE)) {
+	/* not faulted in yet: its pages fault in as values land in them, on
+	 * this thread (a few pages, not the whole half), and the run loop
+	 * populates the rest; counted */
+	if (n >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE))
 		__atomic_add_fetch(&c->series_unready, 1, __ATOMIC_RELAXED);
-		fault_in(c, n, n + 1);
-	}
 	s = &c->series[n];
 	s->slot = slot;
 	s->metric = metric;
