@@ -101,12 +101,18 @@ start_collector() {
 	shift
 	mkdir -p "$tmp/$name/seg" "$tmp/$name/log"
 	chmod 755 "$tmp/$name" "$tmp/$name/seg"
+	# the output is appended to: only lines from this start say it is up (a
+	# signal sent before tailbusd installs its handler is lost, as a
+	# background job of a script ignores SIGINT)
+	local before=0
+	[[ -f $tmp/$name/tailbusd.out ]] && before=$(wc -l <"$tmp/$name/tailbusd.out")
 	"$TAILBUSD" --bus "$name" --dir "$tmp/$name/seg" --log-dir "$tmp/$name/log" \
 		--idle-us 200 --foreground "$@" >>"$tmp/$name/tailbusd.out" 2>&1 &
 	cpid=$!
 	pids+=("$cpid")
 	for _ in $(seq 100); do
-		grep -q "tailbusd: writing" "$tmp/$name/tailbusd.out" 2>/dev/null && return 0
+		tail -n +$((before + 1)) "$tmp/$name/tailbusd.out" 2>/dev/null | grep -q "tailbusd: writing" &&
+			return 0
 		kill -0 "$cpid" 2>/dev/null || break
 		sleep 0.05
 	done
