@@ -373,15 +373,22 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	}
 	sum_counts(c, half);
 	tb_series_settle_bounds(c, half);
+	/* the live area shows a gap beside a metric's interval only: one this
+	 * close cannot show goes with the next close's metrics, once, as its
+	 * drops do (a whole collector stopped, its rings drained after the
+	 * switch: the stall's drops and the stall itself are this close's, the
+	 * events the next one's) */
+	int64_t live_gap = gap_ns > k->gap_carried ? gap_ns : k->gap_carried;
 	for (uint32_t m = 0; rc == 0 && m < metrics; m++) {
 		tb_metric_counts *mc = &k->sum[m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
-			rc = close_metric(c, (uint16_t)m, half, base, length_ns, bus_drops, gap_ns);
+			rc = close_metric(c, (uint16_t)m, half, base, length_ns, bus_drops, live_gap);
 			published++;
 		}
 	}
 	/* this close's drops, shown with no metric: with the next close's, once */
 	k->drops_carried = published ? 0 : fresh_drops;
+	k->gap_carried = published ? 0 : gap_ns;
 	if (rc == 0 && k->side.len)
 		rc = tb_writer_append_sidecar(c->writer, k->side.p, k->side.len);
 	if (rc == 0 && k->log.len)

@@ -344,6 +344,7 @@ typedef struct tb_collector {
 		/* Bus drops of the last close, if it published no metric: shown
 		 * with the next close's metrics instead (once). */
 		uint64_t drops_carried;
+		int64_t gap_carried;    /* ... and its drain gap, for the live area */
 		int64_t longest_gap_ns; /* the drain threads' longest wall gap, kept for the next ring rows */
 		bool gap_kept;
 		uint64_t *drained_seen; /* per drain thread: its events_total at the last close */
