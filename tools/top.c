@@ -63,6 +63,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tailbus/bus.h"
 #include "tailbus/live.h"
 #include "tailbus/log.h"
 #include "tailbus/summary.h"
@@ -70,16 +71,10 @@
 #define VERB "top"
 #define NS_PER_SEC 1000000000LL
 #define NS_PER_MS 1000000LL
-/* The collector refreshes its heartbeat in housekeeping, every 100 ms; one
- * older than this means it is not running (or is stuck). */
-#define HEARTBEAT_STALE_NS (2 * NS_PER_SEC)
 /* Until a collector has written its interval into the header. */
 #define DEFAULT_INTERVAL_NS NS_PER_SEC
 /* How often the refresh loop looks for a new interval, a key or a signal. */
 #define TICK_MS 50
-/* Rereads of a metric's window torn by a publish (one publish per interval:
- * two in a row are already unlikely). */
-#define WINDOW_READ_TRIES 8
 /* --log keeps as many lines per tag as the live area keeps intervals. */
 #define LOG_KEEP TB_SEG_DEFAULT_LIVE_INTERVALS
 #define LOG_READ_CHUNK (1 << 20)
@@ -345,43 +340,28 @@ static int bus_open(struct bus_source *b, const struct options *o)
 	return rc;
 }
 
-/* Intervals 0..n-1 of metric `id`, newest first. -ESTALE: a publish moved
- * the ages under us (start times did not fall strictly). */
-static int read_window_once(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
-			    struct window_acc *a)
+static void window_begin(void *arg)
 {
-	int64_t previous_start = INT64_MAX;
-	for (uint32_t age = 0; age < n; age++) {
-		tb_live_interval iv;
-		int rc = tb_live_read(s, id, age, &iv, scratch);
-		if (rc == -ENOENT || rc == -ERANGE)
-			return 0; /* fewer intervals published than the window holds */
-		if (rc < 0)
-			return rc;
-		if (iv.start_ns >= previous_start)
-			return -ESTALE;
-		previous_start = iv.start_ns;
-		acc_interval(a, iv.start_ns, iv.length_ns);
-		a->drops += iv.dropped;
-		a->folded += iv.folded;
-		if (iv.longest_gap_us > a->gap_us)
-			a->gap_us = iv.longest_gap_us;
-		if ((rc = acc_hist(a, scratch)) < 0)
-			return rc;
-	}
-	return 0;
+	acc_free(arg);
 }
 
+static int window_interval(void *arg, const tb_live_interval *iv, const tb_hist *h)
+{
+	struct window_acc *a = arg;
+	acc_interval(a, iv->start_ns, iv->length_ns);
+	a->drops += iv->dropped;
+	a->folded += iv->folded;
+	if (iv->longest_gap_us > a->gap_us)
+		a->gap_us = iv->longest_gap_us;
+	return acc_hist(a, h);
+}
+
+/* Intervals 0..n-1 of metric `id`, merged into `a`. */
 static int read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
 		       struct window_acc *a)
 {
-	for (int i = 0; i < WINDOW_READ_TRIES; i++) {
-		acc_free(a);
-		int rc = read_window_once(s, id, n, scratch, a);
-		if (rc != -ESTALE)
-			return rc;
-	}
-	return -EAGAIN;
+	static const tb_live_window_fns fns = {window_begin, window_interval};
+	return tb_live_read_window(s, id, n, scratch, &fns, a);
 }
 
 /* The metric's name, read defensively: producers write the metric table. */
@@ -429,7 +409,7 @@ static int bus_rows(struct bus_source *b, uint32_t n, struct snap *sn)
 		int read = read_window(&b->seg, id, n, &scratch, &a);
 		if (read == -ENOMEM)
 			rc = read;
-		else if (read == -EAGAIN)
+		else if (read == -EAGAIN || read == -ESTALE)
 			r->error = "no stable copy: the collector seems stuck mid-write";
 		else if (read == -EBADMSG)
 			r->error = "an interval's histogram in the live area is corrupt";
@@ -459,10 +439,12 @@ static int32_t bus_collector(const struct bus_source *b, int64_t *age_ns)
 	return __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
 }
 
+/* Whether the collector serves the bus: the rule every tool applies
+ * (tb_bus_collector_state). */
 static bool bus_collector_alive(const struct bus_source *b)
 {
-	int64_t age;
-	return bus_collector(b, &age) && age >= 0 && age <= HEARTBEAT_STALE_NS;
+	return tb_bus_collector_state(shared_header(b), clock_ns(CLOCK_MONOTONIC), NULL) ==
+	       TB_COLLECTOR_SERVING;
 }
 
 static void bus_header(struct bus_source *b, struct snap *sn)
@@ -473,7 +455,7 @@ static void bus_header(struct bus_source *b, struct snap *sn)
 	sn->hugepages = b->seg.hugepages;
 	sn->collector_pid = bus_collector(b, &age);
 	sn->heartbeat_age_s = age >= 0 ? (double)age / NS_PER_SEC : -1;
-	sn->collector_fresh = sn->collector_pid && age >= 0 && age <= HEARTBEAT_STALE_NS;
+	sn->collector_fresh = bus_collector_alive(b);
 	sn->interval_s = (double)bus_interval_ns(b) / NS_PER_SEC;
 	const tb_seg_header *h = shared_header(b);
 	sn->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
