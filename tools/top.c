@@ -30,9 +30,10 @@
  *    falls in it), the window is the intervals kept, and top says so.
  *  - A percentile is marked '*' when fewer than TB_MIN_SAMPLES_BEYOND samples
  *    are expected beyond it in the window (tailbus/summary.h).
- *  - --log takes complete lines only: a torn last line (a writer mid-append)
- *    is read again, whole, at the next refresh. Each tag keeps its newest
- *    LOG_KEEP data lines as text, decoded when a window is built.
+ *  - --log follows the file with tailbus/log_follow.h: complete lines only
+ *    (a torn last line is read, whole, at a later refresh), a truncated or
+ *    rotated file read again from its start, each tag's newest LOG_KEEP
+ *    intervals kept and decoded when a window is built.
  *  - While the mapped segment's collector looks gone, top checks whether the
  *    bus's file was replaced (`tailbusd --fresh`) and follows the new one.
  *  - Names shown on a terminal are sanitised: a tag from a log is untrusted
@@ -66,6 +67,7 @@
 #include "tailbus/bus.h"
 #include "tailbus/live.h"
 #include "tailbus/log.h"
+#include "tailbus/log_follow.h"
 #include "tailbus/summary.h"
 
 #define VERB "top"
@@ -77,10 +79,6 @@
 #define TICK_MS 50
 /* --log keeps as many lines per tag as the live area keeps intervals. */
 #define LOG_KEEP TB_SEG_DEFAULT_LIVE_INTERVALS
-#define LOG_READ_CHUNK (1 << 20)
-/* Longer than any line a histogram of the default range can need (its V2
- * payload is bounded by its counts); longer lines are skipped as bad. */
-#define LOG_LINE_MAX (16 << 20)
 /* A metric whose newest interval ended longer ago than this many intervals
  * is shown as idle: the collector publishes only intervals with events. */
 #define IDLE_INTERVALS 2
@@ -513,92 +511,17 @@ static bool bus_new_interval(const struct bus_source *b)
 
 /* ---- from a log file, followed as it grows ---- */
 
-struct log_line {
-	char *text;    /* the data line, without its end of line */
-	size_t lineno; /* in the file */
-	size_t ctx;    /* index of the clock lines it is read against */
-	bool bad;      /* reported once, then left out */
-};
-
-struct log_tag {
-	char name[TB_LOG_TAG_MAX];
-	struct log_line lines[LOG_KEEP]; /* a ring, newest at `newest` */
-	uint32_t newest, count;
-};
-
 struct log_source {
 	const char *path;
-	int fd;
-	dev_t dev;
-	ino_t ino;
-	off_t offset;   /* first byte not taken yet: EOF, or the start of a torn line */
-	bool skipping;  /* inside an overlong line: drop bytes up to its end */
-	size_t lineno;  /* complete lines taken */
-	char *buf;
-	size_t buf_cap;
-	/* the newest StartTime and BaseTime lines; each change makes a context */
-	char start_line[TB_LOG_ERR_MAX], base_line[TB_LOG_ERR_MAX];
-	bool clock_changed;
-	char **ctx;
-	size_t nctx;
-	struct log_tag *tags;
-	size_t ntags;
-	size_t intervals, bad_lines;
-	char last_error[TB_LOG_ERR_MAX + 32];
-	char *text; /* ctx + line, for the reader */
-	size_t text_cap;
-	tb_log_entry entry;
+	tb_log_follow *follow;
+	tb_log_entry entry; /* the interval being merged */
 };
-
-static void log_forget(struct log_source *ls)
-{
-	for (size_t t = 0; t < ls->ntags; t++) {
-		for (uint32_t k = 0; k < LOG_KEEP; k++)
-			free(ls->tags[t].lines[k].text);
-	}
-	for (size_t i = 0; i < ls->nctx; i++)
-		free(ls->ctx[i]);
-	free(ls->tags);
-	free(ls->ctx);
-	ls->tags = NULL;
-	ls->ctx = NULL;
-	ls->ntags = ls->nctx = 0;
-	ls->offset = 0;
-	ls->skipping = false;
-	ls->lineno = ls->intervals = 0;
-	ls->start_line[0] = ls->base_line[0] = '\0';
-	ls->clock_changed = true;
-}
-
-static int log_reopen(struct log_source *ls)
-{
-	int fd = open(ls->path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0)
-		return -errno;
-	int err = fstat(fd, &st) < 0 ? -errno
-		  : S_ISDIR(st.st_mode) ? -EISDIR
-		  : !S_ISREG(st.st_mode) ? -EINVAL
-					: 0;
-	if (err < 0) {
-		close(fd);
-		return err;
-	}
-	if (ls->fd >= 0)
-		close(ls->fd);
-	ls->fd = fd;
-	ls->dev = st.st_dev;
-	ls->ino = st.st_ino;
-	log_forget(ls);
-	return 0;
-}
 
 static int log_open(struct log_source *ls, const char *path)
 {
 	memset(ls, 0, sizeof(*ls));
 	ls->path = path;
-	ls->fd = -1;
-	int rc = log_reopen(ls);
+	int rc = tb_log_follow_open(&ls->follow, path, LOG_KEEP);
 	if (rc < 0)
 		tb_cli_error(VERB, "cannot read %s: %s", path, strerror(-rc));
 	return rc;
@@ -606,237 +529,21 @@ static int log_open(struct log_source *ls, const char *path)
 
 static void log_close(struct log_source *ls)
 {
-	log_forget(ls);
-	if (ls->fd >= 0)
-		close(ls->fd);
-	free(ls->buf);
-	free(ls->text);
+	tb_log_follow_close(ls->follow);
 	tb_log_entry_free(&ls->entry);
 }
 
-static void log_bad(struct log_source *ls, size_t lineno, const char *why)
-{
-	ls->bad_lines++;
-	snprintf(ls->last_error, sizeof(ls->last_error), "line %zu: %s", lineno, why);
-}
-
-static struct log_tag *log_tag(struct log_source *ls, const char *name)
-{
-	for (size_t t = 0; t < ls->ntags; t++) {
-		if (!strcmp(ls->tags[t].name, name))
-			return &ls->tags[t];
-	}
-	struct log_tag *tags = realloc(ls->tags, (ls->ntags + 1) * sizeof(*tags));
-	if (!tags)
-		return NULL;
-	ls->tags = tags;
-	struct log_tag *t = &tags[ls->ntags++];
-	memset(t, 0, sizeof(*t));
-	snprintf(t->name, sizeof(t->name), "%s", name);
-	return t;
-}
-
-/* The clock lines the next data line is read against. */
-static int log_context(struct log_source *ls, size_t *ctx)
-{
-	if (ls->clock_changed || ls->nctx == 0) {
-		char **grown = realloc(ls->ctx, (ls->nctx + 1) * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		ls->ctx = grown;
-		size_t n = strlen(ls->start_line) + strlen(ls->base_line) + 3;
-		if (!(ls->ctx[ls->nctx] = malloc(n)))
-			return -ENOMEM;
-		snprintf(ls->ctx[ls->nctx], n, "%s%s%s%s", ls->start_line, *ls->start_line ? "\n" : "",
-			 ls->base_line, *ls->base_line ? "\n" : "");
-		ls->nctx++;
-		ls->clock_changed = false;
-	}
-	*ctx = ls->nctx - 1;
-	return 0;
-}
-
-/* Keep a data line under its tag; it is decoded when a window needs it. */
-static int log_keep(struct log_source *ls, const char *p, size_t n)
-{
-	char name[TB_LOG_TAG_MAX] = "";
-	if (n > 4 && !memcmp(p, "Tag=", 4)) {
-		const char *comma = memchr(p, ',', n);
-		size_t len = comma ? (size_t)(comma - p) - 4 : n - 4;
-		snprintf(name, sizeof(name), "%.*s", (int)(len < sizeof(name) ? len : sizeof(name) - 1),
-			 p + 4);
-	}
-	size_t ctx;
-	struct log_tag *t = log_tag(ls, name);
-	char *text = malloc(n + 1);
-	if (!t || !text || log_context(ls, &ctx) < 0) {
-		free(text);
-		return -ENOMEM;
-	}
-	memcpy(text, p, n);
-	text[n] = '\0';
-	uint32_t k = t->count ? (t->newest + 1) % LOG_KEEP : 0;
-	free(t->lines[k].text);
-	t->lines[k] = (struct log_line){text, ls->lineno, ctx, false};
-	t->newest = k;
-	if (t->count < LOG_KEEP)
-		t->count++;
-	ls->intervals++;
-	return 0;
-}
-
-static void copy_clock_line(char *dst, size_t cap, const char *p, size_t n)
-{
-	snprintf(dst, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
-}
-
-/* One complete line (no end of line). */
-static int log_take_line(struct log_source *ls, const char *p, size_t n)
-{
-	ls->lineno++;
-	if (n && p[n - 1] == '\r')
-		n--;
-	if (n == 0 || p[0] == '"')
-		return 0; /* blank, or the CSV legend */
-	if (p[0] != '#')
-		return log_keep(ls, p, n);
-	if (n >= 13 && !memcmp(p, "#[StartTime: ", 13)) {
-		copy_clock_line(ls->start_line, sizeof(ls->start_line), p, n);
-		ls->clock_changed = true;
-	} else if (n >= 12 && !memcmp(p, "#[BaseTime: ", 12)) {
-		copy_clock_line(ls->base_line, sizeof(ls->base_line), p, n);
-		ls->clock_changed = true;
-	}
-	return 0;
-}
-
-/* Take every complete line of buf[0..n); returns the bytes taken. */
-static ssize_t log_take_lines(struct log_source *ls, const char *buf, size_t n)
-{
-	size_t pos = 0;
-	while (pos < n) {
-		const char *nl = memchr(buf + pos, '\n', n - pos);
-		if (!nl)
-			break;
-		size_t len = (size_t)(nl - (buf + pos));
-		if (ls->skipping) { /* the end of an overlong line, already reported */
-			ls->lineno++;
-			ls->skipping = false;
-		} else {
-			int rc = log_take_line(ls, buf + pos, len);
-			if (rc < 0)
-				return rc;
-		}
-		pos += len + 1;
-	}
-	return (ssize_t)pos;
-}
-
-static int log_grow_buf(struct log_source *ls, size_t need)
-{
-	if (need <= ls->buf_cap)
-		return 0;
-	size_t cap = ls->buf_cap ? ls->buf_cap : LOG_READ_CHUNK;
-	while (cap < need)
-		cap *= 2;
-	char *p = realloc(ls->buf, cap);
-	if (!p)
-		return -ENOMEM;
-	ls->buf = p;
-	ls->buf_cap = cap;
-	return 0;
-}
-
-/* A line longer than LOG_LINE_MAX: count it bad and drop it up to its end. */
-static void log_skip_overlong(struct log_source *ls, size_t *have)
-{
-	log_bad(ls, ls->lineno + 1, "longer than any interval line; skipped");
-	ls->offset += (off_t)*have;
-	*have = 0;
-	ls->skipping = true;
-}
-
-/* Read what was appended since the last call; start over if the file was
- * truncated or replaced (rotation by rename, like tail -F). */
-static int log_poll(struct log_source *ls)
-{
-	struct stat now, st;
-	if (stat(ls->path, &now) == 0 && (now.st_ino != ls->ino || now.st_dev != ls->dev)) {
-		int rc = log_reopen(ls);
-		if (rc < 0)
-			return rc;
-	}
-	if (fstat(ls->fd, &st) == 0 && st.st_size < ls->offset)
-		log_forget(ls);
-	size_t have = 0;
-	for (;;) {
-		if (log_grow_buf(ls, have + LOG_READ_CHUNK) < 0)
-			return -ENOMEM;
-		ssize_t got = pread(ls->fd, ls->buf + have, LOG_READ_CHUNK, ls->offset + (off_t)have);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			return 0; /* a torn last line stays unread until it is complete */
-		have += (size_t)got;
-		ssize_t taken = log_take_lines(ls, ls->buf, have);
-		if (taken < 0)
-			return (int)taken;
-		ls->offset += taken;
-		have -= (size_t)taken;
-		memmove(ls->buf, ls->buf + taken, have);
-		if (have >= LOG_LINE_MAX)
-			log_skip_overlong(ls, &have);
-	}
-}
-
-/* Decode a kept line into ls->entry. A bad line is reported once. */
-static int log_decode(struct log_source *ls, struct log_line *l)
-{
-	if (l->bad)
-		return -EINVAL;
-	const char *ctx = ls->ctx[l->ctx];
-	size_t clen = strlen(ctx), llen = strlen(l->text);
-	if (clen + llen + 2 > ls->text_cap) {
-		char *p = realloc(ls->text, clen + llen + 2);
-		if (!p)
-			return -ENOMEM;
-		ls->text = p;
-		ls->text_cap = clen + llen + 2;
-	}
-	memcpy(ls->text, ctx, clen);
-	memcpy(ls->text + clen, l->text, llen);
-	ls->text[clen + llen] = '\n';
-	tb_log_reader r;
-	tb_log_reader_init(&r, ls->text, clen + llen + 1);
-	int rc = tb_log_reader_next(&r, &ls->entry);
-	if (rc == 1)
-		return 0;
-	if (rc == -ENOMEM)
-		return rc;
-	/* the reader numbers the lines of our text: name the file's line instead */
-	const char *why = "not an interval line";
-	if (rc < 0) {
-		why = strstr(r.err, ": ");
-		why = why ? why + 2 : r.err;
-	}
-	log_bad(ls, l->lineno, why);
-	l->bad = true;
-	return -EINVAL;
-}
-
-static int log_tag_row(struct log_source *ls, struct log_tag *t, int64_t window_ns, struct row *r,
+static int log_tag_row(struct log_source *ls, size_t tag, int64_t window_ns, struct row *r,
 		       int64_t now_ns)
 {
 	struct window_acc a;
 	acc_init(&a);
-	snprintf(r->name, sizeof(r->name), "%s", t->name);
-	uint32_t n = t->count; /* until the newest good line says how long an interval is */
+	snprintf(r->name, sizeof(r->name), "%s", tb_log_follow_tag(ls->follow, tag));
+	uint32_t count = tb_log_follow_count(ls->follow, tag);
+	uint32_t n = count; /* until the newest good line says how long an interval is */
 	int rc = 0;
-	for (uint32_t age = 0; rc == 0 && age < n && age < t->count; age++) {
-		struct log_line *l = &t->lines[(t->newest + LOG_KEEP - age) % LOG_KEEP];
-		rc = log_decode(ls, l);
+	for (uint32_t age = 0; rc == 0 && age < n && age < count; age++) {
+		rc = tb_log_follow_read(ls->follow, tag, age, &ls->entry);
 		if (rc == -EINVAL) {
 			rc = 0; /* a bad line still takes its place in the window */
 			continue;
@@ -861,21 +568,23 @@ static int log_snapshot(struct log_source *ls, const struct options *o, struct s
 	sn->from_log = true;
 	sn->source = ls->path;
 	sn->window_cap = LOG_KEEP;
-	int rc = log_poll(ls);
+	int rc = tb_log_follow_poll(ls->follow);
 	if (rc < 0) {
 		tb_cli_error(VERB, "cannot read %s: %s", ls->path, strerror(-rc));
 		return rc;
 	}
-	for (size_t t = 0; t < ls->ntags; t++) {
+	for (size_t t = 0; t < tb_log_follow_tags(ls->follow); t++) {
 		struct row *r = add_row(sn);
-		if (!r || (rc = log_tag_row(ls, &ls->tags[t], o->window_ns, r, sn->now_ns)) < 0)
+		if (!r || (rc = log_tag_row(ls, t, o->window_ns, r, sn->now_ns)) < 0)
 			return r ? rc : -ENOMEM;
 		if (r->interval_s > sn->interval_s)
 			sn->interval_s = r->interval_s;
 	}
-	sn->log_intervals = ls->intervals;
-	sn->bad_lines = ls->bad_lines;
-	sn->log_error = ls->bad_lines ? ls->last_error : NULL;
+	tb_log_follow_stats st;
+	tb_log_follow_stats_get(ls->follow, &st);
+	sn->log_intervals = st.intervals;
+	sn->bad_lines = st.bad_lines;
+	sn->log_error = st.last_error;
 	return 0;
 }
 

@@ -120,6 +120,11 @@ typedef struct tb_log_reader {
 } tb_log_reader;
 
 void tb_log_reader_init(tb_log_reader *r, const char *text, size_t len);
+/* Go on reading `text` as the lines that follow those read so far (a file
+ * read as it grows, tailbus/log_follow.h): the clock, the line count and the
+ * error state are kept; the old text is no longer looked at. `text` should
+ * end at the end of a line. */
+void tb_log_reader_feed(tb_log_reader *r, const char *text, size_t len);
 /* 1: *e holds the next interval. 0: end of text. -EINVAL: line r->err_line is
  * malformed (r->err says which field); it was skipped, call again to go on.
  * -ENOTSUP: the line's payload encoding is unsupported (also skipped).
