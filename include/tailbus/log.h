@@ -15,7 +15,9 @@
  * Reader: works over text in memory (a whole file, or a fuzzer's input). It
  * resolves relative and absolute timestamps the way the Java reader does, and
  * never stops at a bad line: it reports the line number and the field, skips
- * the line, and the next call reads on.
+ * the line, and the next call reads on. Text may come in parts
+ * (tb_log_reader_feed): tailbus/log_follow.h reads a log that is still
+ * growing that way.
  */
 #ifndef TAILBUS_LOG_H
 #define TAILBUS_LOG_H

@@ -234,7 +234,7 @@ int top_bus_snapshot(struct top_bus *b, const struct top_options *o, struct top_
 	b->published_seen = __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE);
 	bus_header(b, sn);
 	uint32_t n = top_window_intervals(o->window_ns, (double)top_bus_interval_ns(b),
-				      b->seg.layout.live_intervals);
+					  b->seg.layout.live_intervals);
 	return bus_rows(b, n, sn);
 }
 

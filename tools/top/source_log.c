@@ -55,9 +55,10 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 			break;
 		const tb_log_entry *e = &ls->entry;
 		if (a.intervals == 0)
-			n = age + top_window_intervals(window_ns, e->length_sec * TOP_NS_PER_SEC, TOP_LOG_KEEP);
+			n = age + top_window_intervals(window_ns, e->length_sec * TOP_NS_PER_SEC,
+						       TOP_LOG_KEEP);
 		top_window_interval(&a, (int64_t)llround(e->start_abs_sec * TOP_NS_PER_SEC),
-			     (int64_t)llround(e->length_sec * TOP_NS_PER_SEC));
+				    (int64_t)llround(e->length_sec * TOP_NS_PER_SEC));
 		rc = top_window_hist(&a, &e->hist);
 	}
 	if (rc == 0)

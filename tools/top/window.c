@@ -1,5 +1,6 @@
 /* window.c - a window of `tailbus top`: how many whole intervals it is, and
- * their histograms merged into one row (see top.h).
+ * their histograms merged into one row of a snapshot (see top.h); and the
+ * snapshot's rows, added one per metric or tag and sorted by name.
  *
  * Invariants:
  *  - A window is the nearest whole number of intervals to --window, within
