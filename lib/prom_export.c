@@ -194,17 +194,6 @@ static int follow_metric(tb_prom_export *e, struct bus *b, uint32_t id)
 	return rc;
 }
 
-static void metric_name(const tb_seg *s, uint32_t id, char *out, size_t cap)
-{
-	char name[TB_METRIC_NAME_MAX];
-	memcpy(name, tb_seg_metric(s, id)->name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	if (tb_seg_metric_name_valid(name))
-		snprintf(out, cap, "%s", name);
-	else
-		snprintf(out, cap, "metric-%u", id);
-}
-
 static int poll_bus(tb_prom_export *e, struct bus *b)
 {
 	int first_error = 0;
@@ -214,7 +203,7 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 			continue;
 		struct metric *m = &b->metrics[id];
 		if (!m->followed) {
-			metric_name(b->seg, id, m->name, sizeof(m->name));
+			tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
 			m->followed = true;
 		}
 		int rc = follow_metric(e, b, id);

@@ -98,18 +98,6 @@ static int read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratc
 	return tb_live_read_window(s, id, n, scratch, &fns, a);
 }
 
-/* The metric's name, read defensively: producers write the metric table. */
-static void metric_name(const tb_metric_entry *e, uint32_t id, char *out, size_t cap)
-{
-	char name[TB_METRIC_NAME_MAX];
-	memcpy(name, e->name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	if (tb_seg_metric_name_valid(name))
-		snprintf(out, cap, "%s", name);
-	else
-		snprintf(out, cap, "metric-%u", id);
-}
-
 /* Did the live heap let go intervals a window of n asks for? Those are the
  * ones from n - 1 intervals before the newest read; the heap lets a
  * metric's oldest go first, so the newest it let go tells. */
@@ -139,7 +127,7 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 			rc = -ENOMEM;
 			break;
 		}
-		metric_name(e, id, r->name, sizeof(r->name));
+		tb_seg_metric_shown_name(&b->seg, id, r->name, sizeof(r->name));
 		int read = read_window(&b->seg, id, n, &scratch, &a);
 		if (read == -ENOMEM)
 			rc = read;
