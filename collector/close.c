@@ -30,19 +30,6 @@
 #define LOG_ZLEVEL 9  /* as Java's log writer: smallest lines */
 #define SIDECAR_ROW_MAX 384
 
-/* The metric's name as a log tag, read defensively from shared memory. */
-static void metric_tag(const tb_collector *c, uint16_t m, char *out, size_t cap)
-{
-	const tb_metric_entry *e = tb_seg_metric(&c->seg, m);
-	char name[TB_METRIC_NAME_MAX];
-	memcpy(name, e->name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	if (tb_seg_metric_name_valid(name))
-		snprintf(out, cap, "%s", name);
-	else
-		snprintf(out, cap, "metric-%u", (unsigned)m);
-}
-
 static int reserve(tb_growbuf *b, size_t more)
 {
 	size_t need = b->len + more;
@@ -296,7 +283,7 @@ static int close_metric(tb_collector *c, uint16_t m, int half, double base, int6
 	double start_sec = (double)start / 1e9;
 	char tag[TB_METRIC_NAME_MAX + 16];
 	merge_metric(c, m, half);
-	metric_tag(c, m, tag, sizeof(tag));
+	tb_seg_metric_shown_name(&c->seg, m, tag, sizeof(tag)); /* the log tag */
 	uint8_t *frame = NULL;
 	size_t frame_len = 0;
 	int rc = encode_merged(c, &frame, &frame_len);
