@@ -182,7 +182,7 @@ static void bus_header(struct top_bus *b, struct top_snap *sn)
 	const tb_seg_header *h = shared_header(b);
 	sn->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
 	sn->drain_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
-	sn->drain_self_gap_us = __atomic_load_n(&h->drain_self_gap_us, __ATOMIC_RELAXED);
+	sn->drain_self_pause_us = __atomic_load_n(&h->drain_self_pause_us, __ATOMIC_RELAXED);
 	sn->closes_behind = __atomic_load_n(&h->closes_behind, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < b->seg.layout.slot_count; i++) {
 		const tb_slot *slot = tb_seg_slot(&b->seg, i);
