@@ -237,8 +237,7 @@ int load_parse(int argc, char **argv, struct config *c)
 		if (!parse_one(opt, longs[idx].name, optarg, c))
 			return -EINVAL;
 	}
-	if (optind < argc) {
-		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
+	if (!tb_cli_no_operands(VERB, argc, argv)) {
 		return -EINVAL;
 	}
 	return check_config(c);

@@ -15,27 +15,15 @@
 #include "tailbus/analysis.h"
 
 /* A latency in ns as text, in the largest unit that keeps it >= 1. */
-static void fmt_ns(char *buf, size_t cap, double ns)
-{
-	if (ns >= 1e9)
-		snprintf(buf, cap, "%.2f s", ns / 1e9);
-	else if (ns >= 1e6)
-		snprintf(buf, cap, "%.2f ms", ns / 1e6);
-	else if (ns >= 1e3)
-		snprintf(buf, cap, "%.2f us", ns / 1e3);
-	else
-		snprintf(buf, cap, "%.0f ns", ns);
-}
-
 static void print_figures(const char *label, const tb_summary *s)
 {
 	char v[6][32];
-	fmt_ns(v[0], sizeof(v[0]), (double)s->pct[P50]);
-	fmt_ns(v[1], sizeof(v[1]), (double)s->pct[P90]);
-	fmt_ns(v[2], sizeof(v[2]), (double)s->pct[P99]);
-	fmt_ns(v[3], sizeof(v[3]), (double)s->pct[P999]);
-	fmt_ns(v[4], sizeof(v[4]), (double)s->pct[P9999]);
-	fmt_ns(v[5], sizeof(v[5]), (double)s->max);
+	tb_cli_fmt_ns(v[0], sizeof(v[0]), (double)s->pct[P50]);
+	tb_cli_fmt_ns(v[1], sizeof(v[1]), (double)s->pct[P90]);
+	tb_cli_fmt_ns(v[2], sizeof(v[2]), (double)s->pct[P99]);
+	tb_cli_fmt_ns(v[3], sizeof(v[3]), (double)s->pct[P999]);
+	tb_cli_fmt_ns(v[4], sizeof(v[4]), (double)s->pct[P9999]);
+	tb_cli_fmt_ns(v[5], sizeof(v[5]), (double)s->max);
 	printf("  %-22s p50 %s  p90 %s%s  p99 %s%s  p99.9 %s%s  p99.99 %s%s  max %s\n", label, v[0],
 	       v[1], s->insufficient[P90] ? "*" : "", v[2], s->insufficient[P99] ? "*" : "", v[3],
 	       s->insufficient[P999] ? "*" : "", v[4], s->insufficient[P9999] ? "*" : "", v[5]);
@@ -51,7 +39,7 @@ static void print_series(const struct result *res)
 	printf("  %-22s ", res->series_ns == TB_NS_PER_SEC ? "p50 per second:" : per);
 	for (size_t i = 0; i < res->nseries; i++) {
 		char v[32];
-		fmt_ns(v, sizeof(v), (double)res->series[i].p50);
+		tb_cli_fmt_ns(v, sizeof(v), (double)res->series[i].p50);
 		printf("%s%s", i ? ", " : "", v);
 	}
 	printf("\n");
@@ -63,9 +51,9 @@ static void print_series(const struct result *res)
 static void print_late(const struct result *res, const struct config *c, uint64_t count)
 {
 	char lag[32], thr[32], gap[32];
-	fmt_ns(thr, sizeof(thr), (double)c->late_ns);
-	fmt_ns(lag, sizeof(lag), (double)res->max_lag_ns);
-	fmt_ns(gap, sizeof(gap), (double)res->max_gap_ns);
+	tb_cli_fmt_ns(thr, sizeof(thr), (double)c->late_ns);
+	tb_cli_fmt_ns(lag, sizeof(lag), (double)res->max_lag_ns);
+	tb_cli_fmt_ns(gap, sizeof(gap), (double)res->max_gap_ns);
 	printf("  late sends             %" PRIu64 " of %" PRIu64 " (more than %s after intended; "
 	       "the latest %s)\n",
 	       res->late, count, thr, lag);
@@ -110,7 +98,7 @@ static void print_run(const struct result *res, const struct config *c)
 static void print_header(const struct config *c, size_t nruns)
 {
 	char svc[32], stall[32];
-	fmt_ns(svc, sizeof(svc), (double)c->service_ns);
+	tb_cli_fmt_ns(svc, sizeof(svc), (double)c->service_ns);
 	printf("tailbus load: %s loop, %s arrivals, ", c->closed ? "closed" : "open",
 	       c->poisson ? "Poisson" : "constant-rate");
 	if (nruns > 1)
@@ -121,7 +109,7 @@ static void print_header(const struct config *c, size_t nruns)
 	       (double)c->warmup_ns / 1e9, c->seed);
 	printf("engine: FIFO, %s per request", svc);
 	if (c->stall_ns > 0) {
-		fmt_ns(stall, sizeof(stall), (double)c->stall_ns);
+		tb_cli_fmt_ns(stall, sizeof(stall), (double)c->stall_ns);
 		printf(", frozen %s every %.3f s", stall, (double)c->stall_every_ns / 1e9);
 	}
 	printf("; %s\n", c->engine_cpu < 0 ? "generator and engine share one thread"
@@ -138,12 +126,12 @@ static void print_sweep(const struct result *res, size_t n, int knee, int tail,
 	for (size_t k = 0; k < n; k++) {
 		unfinished |= res[k].unsent || res[k].unserved;
 		char v[6][32];
-		fmt_ns(v[4], sizeof(v[4]), (double)res[k].engine_max_gap_ns);
-		fmt_ns(v[5], sizeof(v[5]), (double)res[k].closed.pct[P99]);
-		fmt_ns(v[0], sizeof(v[0]), (double)res[k].open.pct[P50]);
-		fmt_ns(v[1], sizeof(v[1]), (double)res[k].open.pct[P99]);
-		fmt_ns(v[2], sizeof(v[2]), (double)res[k].open.pct[P999]);
-		fmt_ns(v[3], sizeof(v[3]), (double)res[k].open.max);
+		tb_cli_fmt_ns(v[4], sizeof(v[4]), (double)res[k].engine_max_gap_ns);
+		tb_cli_fmt_ns(v[5], sizeof(v[5]), (double)res[k].closed.pct[P99]);
+		tb_cli_fmt_ns(v[0], sizeof(v[0]), (double)res[k].open.pct[P50]);
+		tb_cli_fmt_ns(v[1], sizeof(v[1]), (double)res[k].open.pct[P99]);
+		tb_cli_fmt_ns(v[2], sizeof(v[2]), (double)res[k].open.pct[P999]);
+		tb_cli_fmt_ns(v[3], sizeof(v[3]), (double)res[k].open.max);
 		printf("%10" PRIu64 " %11.1f %9" PRId64 " %10s %9s%s %9s%s %10s %7" PRIu64 " %11s", res[k].rate,
 		       res[k].achieved, res[k].open.total, v[0], v[1],
 		       res[k].open.insufficient[P99] ? "*" : " ", v[2],

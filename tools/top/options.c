@@ -48,8 +48,7 @@ static void usage(FILE *out)
 
 static int check_options(struct top_options *o, int argc, char **argv)
 {
-	if (optind < argc) {
-		tb_cli_error(TOP_VERB, "unexpected argument '%s'", argv[optind]);
+	if (!tb_cli_no_operands(TOP_VERB, argc, argv)) {
 		return -EINVAL;
 	}
 	if (o->log && o->bus) {
