@@ -30,23 +30,16 @@
 
 #include "load.h"
 #include "tailbus/analysis.h"
+#include "tailbus/rand.h"
 
 /* The shortest gap in the spin loop counted as the thread not running: an
  * idle turn is one clock read, a short turn a few hundred ns. */
 #define GAP_MIN_NS 1000
-/* splitmix64: a seeded sequence, the same numbers for the same seed. */
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
 
 /* An exponential gap of mean 1e9/rate ns, rounded to whole ns. */
 static int64_t poisson_gap(struct gen *g)
 {
-	double u = (double)(next_random(&g->prng) >> 11) * 0x1.0p-53; /* [0, 1) */
+	double u = (double)(tb_splitmix64(&g->prng) >> 11) * 0x1.0p-53; /* [0, 1) */
 	return llround(-log1p(-u) * (double)TB_NS_PER_SEC / (double)g->rate);
 }
 
