@@ -201,16 +201,22 @@ static void c_style_lone_zero_is_accepted(void **state)
 	tb_hist_free(&h);
 }
 
+/* A refusal's reason names the field at fault; h is freed. */
+static void expect_reason(tb_hist *h, const char *why, const char *field)
+{
+	assert_non_null(why);
+	if (!strstr(why, field))
+		fail_msg("reason '%s' does not name '%s'", why, field);
+	tb_hist_free(h);
+}
+
 static void expect_inner_rejected(const uint8_t *buf, size_t n, int rc, const char *field)
 {
 	tb_hist h;
 	memset(&h, 0, sizeof(h));
 	const char *why = NULL;
 	assert_int_equal(tb_v2_decode_inner(buf, n, &h, &why), rc);
-	assert_non_null(why);
-	if (!strstr(why, field))
-		fail_msg("reason '%s' does not name '%s'", why, field);
-	tb_hist_free(&h);
+	expect_reason(&h, why, field);
 }
 
 static void decoder_rejects_bad_inner_buffers(void **state)
@@ -251,10 +257,7 @@ static void expect_frame_rejected(const uint8_t *frame, size_t n, const char *fi
 	memset(&h, 0, sizeof(h));
 	const char *why = NULL;
 	assert_true(tb_v2_decode(frame, n, &h, &why) < 0);
-	assert_non_null(why);
-	if (!strstr(why, field))
-		fail_msg("reason '%s' does not name '%s'", why, field);
-	tb_hist_free(&h);
+	expect_reason(&h, why, field);
 }
 
 static void decoder_rejects_bad_frames(void **state)
