@@ -321,9 +321,16 @@ static int detach_to(const char *log_dir)
 	char path[PATH_MAX];
 	mkdir(log_dir, 0750);
 	snprintf(path, sizeof(path), "%s/tailbusd.out", log_dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	/* never through a symlink, nor held by a FIFO planted there */
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -EINVAL;
+	}
 	if (daemon(1, 1) < 0)
 		return -errno;
 	dup2(fd, STDOUT_FILENO);
@@ -408,6 +415,9 @@ int main(int argc, char **argv)
 	if (c.seg_shrinks)
 		fprintf(stderr, "tailbusd: the segment was truncated under the collector %llu time%s\n",
 			(unsigned long long)c.seg_shrinks, c.seg_shrinks == 1 ? "" : "s");
+	if (c.seg_header_changes)
+		fprintf(stderr, "tailbusd: the segment's header was changed under the collector %llu time%s\n",
+			(unsigned long long)c.seg_header_changes, c.seg_header_changes == 1 ? "" : "s");
 	printf("tailbusd: stopped; %s complete\n", tb_writer_log_path(c.writer));
 	tb_segguard_uninstall(&c);
 	tb_collector_close(&c);
