@@ -263,8 +263,9 @@ static int open_collector(tb_collector *c, const tb_collector_config *cfg, const
 }
 
 /* A start that failed after it created the segment removes it again (and
- * the lock, if it holds it), unless a producer attached meanwhile: no
- * segment is left behind that no collector serves. */
+ * the lock file, if it holds the lock: another tailbusd's stays), unless a
+ * producer attached meanwhile: no segment is left behind that no collector
+ * serves. */
 static void discard_new_segment(tb_collector *c)
 {
 	if (!c->seg.created || !c->seg.base)
@@ -273,7 +274,7 @@ static void discard_new_segment(tb_collector *c)
 		if (__atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) != TB_SLOT_FREE)
 			return;
 	unlink(c->seg.path);
-	if (c->lock_fd >= 0) {
+	if (c->lock_fd >= 0 && flock(c->lock_fd, LOCK_EX | LOCK_NB) == 0) {
 		char path[PATH_MAX + 8];
 		snprintf(path, sizeof(path), "%s" LOCK_SUFFIX, c->seg.path);
 		unlink(path);

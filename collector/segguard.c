@@ -342,11 +342,13 @@ static bool check_header(tb_collector *c)
 	want.collector_pid = getpid();
 	want.collector_interval_ns = c->cfg.interval_ns;
 	want.collector_generation = c->generation;
-	/* a cut found meanwhile is the truncation path's, at the next tick */
-	if (__atomic_load_n(&c->seg_cut_pending, __ATOMIC_ACQUIRE) ||
-	    (memcmp(h, &want, HEADER_OWNED) == 0 && h->collector_pid == want.collector_pid &&
-	     h->collector_interval_ns == want.collector_interval_ns &&
-	     h->collector_generation == want.collector_generation))
+	if (memcmp(h, &want, HEADER_OWNED) == 0 && h->collector_pid == want.collector_pid &&
+	    h->collector_interval_ns == want.collector_interval_ns &&
+	    h->collector_generation == want.collector_generation)
+		return false;
+	/* a cut, found before or by the fault of these very loads, is the
+	 * truncation path's: it writes the header back at the next tick */
+	if (__atomic_load_n(&c->seg_cut_pending, __ATOMIC_ACQUIRE))
 		return false;
 	tb_seg_header seen;
 	memcpy(&seen, h, sizeof(seen));

@@ -8,8 +8,9 @@
 #   nothing created before every check passed: a symlink planted at the
 #   collector's lock, or at tailbusd.out, refuses the start with no segment
 #   made; a start that fails after creating the segment (a log directory
-#   that is a file) removes it again; symlinks planted at the log files'
-#   names are never followed.
+#   that is a file, or the lock held by a collector whose segment was
+#   removed) removes it again, never another's lock; symlinks planted at
+#   the log files' names are never followed.
 #
 # Needs: TAILBUS, TAILBUSD, TB_EMIT, TB_SCRIBBLE.
 set -euo pipefail
@@ -147,6 +148,21 @@ failed_start() {
 	[[ ! -e $d/fs.tailbus && ! -e $d/fs.tailbus.lock ]] || { echo "  left: $(ls -A "$d")"; return 1; }
 }
 check "a start that fails after creating the segment removes it and its lock" failed_start
+
+# The first tailbusd's segment removed under it: a second one creates a new
+# segment, finds the lock held, and removes that segment again, but not the
+# lock file the first one holds (a third would take it then).
+second_collector() {
+	local bus=two rc out
+	start_collector $bus || return 1
+	rm "$tmp/$bus/seg/$bus.tailbus"
+	run_tailbusd "$tmp/$bus/seg" $bus --foreground
+	[[ $rc -eq 1 ]] && grep -q "another tailbusd is collecting this bus" <<<"$out" || { echo "  status $rc: $out"; return 1; }
+	[[ ! -e $tmp/$bus/seg/$bus.tailbus && -e $tmp/$bus/seg/$bus.tailbus.lock ]] ||
+		{ echo "  left: $(ls -A "$tmp/$bus/seg")"; return 1; }
+	stop_collector "$cpid"
+}
+check "a second tailbusd that made a segment and found the lock held removes the segment, not the lock" second_collector
 
 # Symlinks at the names the log files of the next seconds would take: the
 # collector takes other names, and what they point to is never created.
