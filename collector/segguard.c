@@ -156,16 +156,23 @@ static void reset_free(tb_collector *c, uint32_t i)
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }
 
+/* The header as the collector made or validated it, with its own fields. */
+static tb_seg_header owned_header(const tb_collector *c)
+{
+	tb_seg_header h = c->seg.layout;
+	h.collector_pid = getpid();
+	h.collector_interval_ns = c->cfg.interval_ns;
+	h.collector_generation = c->generation;
+	return h;
+}
+
 /* The header from the collector's copy, its first `len` bytes with the
  * collector's own fields: the magic cleared first and stored last (release),
  * so that an attacher never takes a header half written back. */
 static void restore_header(tb_collector *c, size_t len)
 {
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
-	tb_seg_header copy = c->seg.layout;
-	copy.collector_pid = getpid();
-	copy.collector_interval_ns = c->cfg.interval_ns;
-	copy.collector_generation = c->generation;
+	tb_seg_header copy = owned_header(c);
 	__atomic_store_n(&h->magic, 0, __ATOMIC_RELEASE);
 	memcpy((uint8_t *)h + sizeof(h->magic), (const uint8_t *)&copy + sizeof(copy.magic),
 	       len - sizeof(copy.magic));
@@ -241,11 +248,22 @@ static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 	return quarantined;
 }
 
-/* One sidecar row for the shrink, in the current interval. */
-static void report(tb_collector *c, uint64_t cut, bool lost, uint32_t quarantined, bool unknown)
+/* One sidecar row of `kind` in the current interval, named
+ * <segment file name>:<what>, with `count` in its events column. */
+static void sidecar_note(tb_collector *c, const char *kind, const char *what, uint32_t count)
 {
 	const char *file = strrchr(c->seg.path, '/');
 	file = file ? file + 1 : c->seg.path;
+	char row[TB_SEG_PATH_MAX + 384];
+	int n = snprintf(row, sizeof(row), "%.3f,%s,%s:%s,%u,,,,,,,,,,,,\n", (double)c->closer.start_ns / 1e9,
+			 kind, file, what, count);
+	if (n > 0 && (size_t)n < sizeof(row) && c->writer)
+		tb_writer_append_sidecar(c->writer, row, (size_t)n);
+}
+
+/* One sidecar row for the shrink, in the current interval. */
+static void report(tb_collector *c, uint64_t cut, bool lost, uint32_t quarantined, bool unknown)
+{
 	if (unknown)
 		fprintf(stderr,
 			"tailbusd: segment %s was truncated and its size restored before the collector "
@@ -259,11 +277,9 @@ static void report(tb_collector *c, uint64_t cut, bool lost, uint32_t quarantine
 			c->seg.path, (unsigned long long)cut, c->seg.size,
 			lost ? "its size could not be restored, the bus is given up" : "size restored",
 			quarantined, quarantined == 1 ? "" : "s");
-	char row[TB_SEG_PATH_MAX + 128];
-	int n = snprintf(row, sizeof(row), "%.3f,segment-truncated,%s:%llu,%u,,,,,,,,,,,,\n",
-			 (double)c->closer.start_ns / 1e9, file, (unsigned long long)cut, quarantined);
-	if (n > 0 && (size_t)n < sizeof(row) && c->writer)
-		tb_writer_append_sidecar(c->writer, row, (size_t)n);
+	char at[24];
+	snprintf(at, sizeof(at), "%llu", (unsigned long long)cut);
+	sidecar_note(c, "segment-truncated", at, quarantined);
 }
 
 int tb_segguard_watch(tb_collector *c)
@@ -338,10 +354,7 @@ static void changed_fields(const tb_seg_header *seen, const tb_seg_header *want,
 static bool check_header(tb_collector *c)
 {
 	const tb_seg_header *h = (const tb_seg_header *)c->seg.base;
-	tb_seg_header want = c->seg.layout;
-	want.collector_pid = getpid();
-	want.collector_interval_ns = c->cfg.interval_ns;
-	want.collector_generation = c->generation;
+	tb_seg_header want = owned_header(c);
 	if (memcmp(h, &want, HEADER_OWNED) == 0 && h->collector_pid == want.collector_pid &&
 	    h->collector_interval_ns == want.collector_interval_ns &&
 	    h->collector_generation == want.collector_generation)
@@ -376,13 +389,7 @@ static bool check_header(tb_collector *c)
 		"the collector's copy%s, %u ring%s quarantined\n",
 		c->seg.path, fields, other_layout ? " (it described another valid layout)" : "", quarantined,
 		quarantined == 1 ? "" : "s");
-	const char *file = strrchr(c->seg.path, '/');
-	file = file ? file + 1 : c->seg.path;
-	char row[TB_SEG_PATH_MAX + 384];
-	int n = snprintf(row, sizeof(row), "%.3f,segment-header,%s:%s,%u,,,,,,,,,,,,\n",
-			 (double)c->closer.start_ns / 1e9, file, fields, quarantined);
-	if (n > 0 && (size_t)n < sizeof(row) && c->writer)
-		tb_writer_append_sidecar(c->writer, row, (size_t)n);
+	sidecar_note(c, "segment-header", fields, quarantined);
 	return true;
 }
 
