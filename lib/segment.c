@@ -7,7 +7,8 @@
  * store the magic word with release ordering: an attacher that sees the magic
  * sees everything before it.
  *
- * Attaching: open(O_NOFOLLOW), check the owner, wait (bounded) for the magic,
+ * Attaching: open(O_NOFOLLOW), check the owner, wait (bounded) for the magic
+ * (a creator stores it last; a running collector writes back one overwritten),
  * map the header page, validate it against the file size, then map the whole
  * file. The validated header is copied into the process (tb_seg.layout) and
  * every address is computed from that copy, so a later scribble on the shared
@@ -230,6 +231,7 @@ static int map_existing(tb_seg *s, int fd, int wait_ms, const char **why)
 		return fail(why, "the segment file is accessible to other users; refusing it", -EACCES);
 	int prot = (s->flags & TB_SEG_READONLY) ? PROT_READ : PROT_READ | PROT_WRITE;
 	tb_seg_header h;
+	uint64_t magic = 0;
 	for (int waited = 0;; waited++) {
 		if (fstat(fd, &st) < 0)
 			return fail(why, "cannot stat the segment file", -errno);
@@ -237,13 +239,18 @@ static int map_existing(tb_seg *s, int fd, int wait_ms, const char **why)
 			void *p = mmap(NULL, TB_HEADER_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 			if (p == MAP_FAILED)
 				return fail(why, "cannot map the segment header", -errno);
-			uint64_t magic = __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE);
+			magic = __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE);
 			memcpy(&h, p, sizeof(h));
 			h.magic = magic;
 			munmap(p, TB_HEADER_SIZE);
 			if (magic == TB_SEG_MAGIC)
 				break;
 		}
+		/* a magic not ours may be written back by a running collector
+		 * (segguard.c): it is waited for as long as a creator's */
+		if (waited >= wait_ms && magic)
+			return fail(why, "header: bad magic (not a tailbus segment, or its header was "
+					 "overwritten and no collector wrote it back)", -EINVAL);
 		if (waited >= wait_ms)
 			return fail(why, "the segment was never initialised (its creator may have died); "
 					 "remove it or start tailbusd with --fresh", -ETIMEDOUT);

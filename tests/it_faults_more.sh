@@ -103,7 +103,7 @@ header_bad_no_collector() {
 	start=$SECONDS
 	rc=0
 	out=$(timeout 10 env TAILBUS_DIR="$tmp/$bus/seg" "$TB_EMIT" --bus $bus --count 10 2>&1) || rc=$?
-	[[ $rc -eq 1 ]] && grep -q "never initialised" <<<"$out" && [[ $((SECONDS - start)) -le 4 ]] ||
+	[[ $rc -eq 1 ]] && grep -q "header: bad magic (not a tailbus segment, or its header was overwritten" <<<"$out" && [[ $((SECONDS - start)) -le 4 ]] ||
 		{ echo "  magic: status $rc after $((SECONDS - start)) s: $out"; return 1; }
 }
 check "a bad header with no collector: a producer refuses it with a sentence, in bounded time" header_bad_no_collector
