@@ -377,6 +377,7 @@ typedef struct tb_collector {
 	uint64_t seg_cut_at;
 	uint32_t seg_cut_pending, seg_lost;
 	uint64_t seg_shrinks;   /* cuts found and recovered from */
+	uint64_t seg_header_changes; /* header changes found and written back (segguard.c) */
 	uint64_t slots_reclaimed; /* slots found impossible and handed back (slots.c) */
 	int seg_watch;          /* inotify on the segment file, or -1 */
 	uint32_t generation;    /* this collector's collector_generation in the header */
@@ -451,7 +452,7 @@ void tb_segguard_uninstall(tb_collector *c);
 int tb_segguard_watch(tb_collector *c);
 /* The run loop's look at the segment file's size: a shrink found (here or
  * by the handler) is repaired, recovered from and reported. True if one
- * was. */
+ * was. Then at its header: a change is reported and written back. */
 bool tb_segguard_check(tb_collector *c);
 
 /* folds.c */
