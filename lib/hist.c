@@ -274,16 +274,6 @@ int tb_hist_record_n(tb_hist *h, int64_t value, int64_t n)
 	return 0;
 }
 
-int tb_hist_record_corrected(tb_hist *h, int64_t value, int64_t interval)
-{
-	int rc = tb_hist_record(h, value);
-	if (rc || interval <= 0 || value <= interval)
-		return rc;
-	for (int64_t missing = value - interval; missing >= interval; missing -= interval)
-		tb_hist_record(h, missing);
-	return 0;
-}
-
 int tb_hist_set_count_at_index(tb_hist *h, int32_t index, int64_t count)
 {
 	if (index < 0 || index >= h->counts_len || count < 0)

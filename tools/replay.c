@@ -28,7 +28,7 @@
  *
  * --correct-co I re-records every bucket (its highest equivalent value v,
  * count c) of each interval as c samples of v back-filled with expected
- * interval I (tb_hist_record_corrected's rule, docs/formats.md; what
+ * interval I (tailbus/co.h, docs/formats.md; what
  * Java's copyCorrectedForCoordinatedOmission does). That is only right for
  * data from a closed-loop client, so it is refused on a tag its log marks
  * open-loop (every tag of a tailbusd log; tb_log_open_loop), except on tags
@@ -62,6 +62,7 @@
 
 #include "cli.h"
 #include "plot.h"
+#include "tailbus/co.h"
 #include "tailbus/codec.h"
 #include "tailbus/env.h"
 #include "tailbus/log.h"
@@ -81,9 +82,6 @@
 #define HEADER_LINE_MAX TB_ENV_HEADER_LINE_MAX
 /* What `tailbus load --closed` appends to its from-the-actual-send metric. */
 #define CLOSED_LOOP_SUFFIX ".closed"
-/* --correct-co: more back-filled values than this for one bucket means the
- * interval is far too small for the data (most likely in the wrong unit). */
-#define CO_MAX_BACKFILL 10000000LL
 
 enum format { FMT_TEXT, FMT_JSON, FMT_CSV, FMT_HGRM, FMT_HGRM_CSV, FMT_PROM_NATIVE };
 enum warmup_mode { WARMUP_NONE, WARMUP_FIXED, WARMUP_AUTO };
@@ -290,23 +288,8 @@ static bool file_open_loop(struct file *f, const char *tag)
 	return open_loop;
 }
 
-/* n samples of value, back-filled as tb_hist_record_corrected does for one. */
-static int record_corrected_n(tb_hist *h, int64_t value, int64_t n, int64_t interval)
-{
-	int rc = tb_hist_record_n(h, value, n);
-	if (rc || value <= interval)
-		return rc;
-	if (value / interval > CO_MAX_BACKFILL)
-		return -E2BIG;
-	for (int64_t missing = value - interval; missing >= interval; missing -= interval) {
-		if ((rc = tb_hist_record_n(h, missing, n)) < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* st->corrected = src with every bucket re-recorded, corrected. Each bucket
- * stands for its highest equivalent value, as Java's corrected copy has it. */
+/* st->corrected = src corrected (tb_co_copy_corrected), in a scratch
+ * histogram kept between lines while their layouts agree. */
 static int correct(struct state *st, const tb_hist *src)
 {
 	tb_hist *c = &st->corrected;
@@ -321,13 +304,7 @@ static int correct(struct state *st, const tb_hist *src)
 			return rc;
 		st->have_corrected = true;
 	}
-	if (tb_hist_max(src) > c->highest && (rc = tb_hist_grow(c, tb_hist_max(src))) < 0)
-		return rc;
-	tb_hist_iter it;
-	tb_hist_iter_recorded(&it, src);
-	while (rc == 0 && tb_hist_iter_next(&it))
-		rc = record_corrected_n(c, it.value, it.count, st->opt.co_interval);
-	return rc;
+	return tb_co_copy_corrected(c, src, st->opt.co_interval);
 }
 
 /* ---- reading ---- */
@@ -475,7 +452,7 @@ static void take_error(struct state *st, const struct file *f, const tb_log_entr
 		tb_cli_error(VERB, "%s: line %zu: --correct-co %" PRId64 " would back-fill more than "
 			     "%lld values for one bucket of tag '%s' (max %" PRId64 "); is the interval "
 			     "in the log's unit?", f->path, e->line, st->opt.co_interval,
-			     CO_MAX_BACKFILL, e->tag, tb_hist_max(&e->hist));
+			     TB_CO_MAX_BACKFILL, e->tag, tb_hist_max(&e->hist));
 	else
 		tb_cli_error(VERB, "%s: line %zu: %s", f->path, e->line, strerror(-rc));
 }

@@ -127,7 +127,9 @@ static inline int tb_hist_record(tb_hist *h, int64_t value)
 	return tb_hist_record_n(h, value, 1);
 }
 /* Coordinated-omission back-fill (docs/formats.md): record value, then
- * value - I, value - 2I, ... while >= I. I <= 0 means no correction. */
+ * value - I, value - 2I, ... while >= I. I <= 0 means no correction.
+ * tb_co_record_n with n = 1 (tailbus/co.h, where the rule is written).
+ * Returns 0 or a tb_hist_record_n error. */
 int tb_hist_record_corrected(tb_hist *h, int64_t value, int64_t interval);
 
 /* dst += src. Same layout: counts are added; otherwise each bucket of src is
