@@ -20,7 +20,7 @@
  *
  * Each selected interval also becomes a row of per-interval figures (count,
  * p50, p99, p99.9, max): the --series output, the p99-over-time plot and the
- * input of the warm-up rule (warmup.h). The warm-up of a tag is counted from
+ * input of the warm-up rule (tailbus/warmup.h). The warm-up of a tag is counted from
  * its first selected interval across all files (rotated files of one run
  * continue each other). With --warmup the files are read twice: once for the
  * rows, to decide where each tag's warm-up ends, and once to merge what
@@ -69,7 +69,7 @@
 #include "tailbus/prom.h"
 #include "tailbus/report.h"
 #include "tailbus/summary.h"
-#include "warmup.h"
+#include "tailbus/warmup.h"
 
 #define VERB "replay"
 /* --digits D: a fresh auto-resizing histogram from 1 up, like `new Histogram(D)`. */
