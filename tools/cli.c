@@ -141,33 +141,3 @@ void tb_cli_json_string(FILE *out, const char *s)
 	}
 	fputc('"', out);
 }
-
-size_t tb_cli_log_env(const char *text, size_t len, char *out, size_t cap)
-{
-	static const char prefix[] = "#[env ";
-	static const char *keys[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource",
-				     "governor", "commit"};
-	const char *p = text, *end = text + len;
-	size_t o = 0;
-	out[0] = '\0';
-	/* header lines only: they all start with '#' and come first */
-	while (p < end && *p == '#') {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *eol = nl ? nl : end;
-		const char *key = p + sizeof(prefix) - 1;
-		const char *eq = memchr(p, '=', (size_t)(eol - p));
-		if (eol - p > (long)sizeof(prefix) && !memcmp(p, prefix, sizeof(prefix) - 1) && eq &&
-		    eol[-1] == ']') {
-			for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-				if (strlen(keys[k]) != (size_t)(eq - key) || memcmp(key, keys[k], (size_t)(eq - key)))
-					continue;
-				int n = snprintf(out + o, cap - o, "%s%.*s", o ? " " : "",
-						 (int)(eol - 1 - key), key);
-				if (n > 0 && (size_t)n < cap - o)
-					o += (size_t)n;
-			}
-		}
-		p = nl ? nl + 1 : end;
-	}
-	return o;
-}

@@ -39,9 +39,6 @@ void tb_cli_version(void);
 bool tb_cli_parse_double(const char *s, double *out);
 bool tb_cli_parse_i64(const char *s, int64_t *out);
 
-/* "key=value ..." of the main environment lines ("#[env ...]") in a log's
- * header, as tailbusd writes them; returns its length, 0 when there are none. */
-size_t tb_cli_log_env(const char *text, size_t len, char *out, size_t cap);
 /* s as a JSON string literal, quotes and escapes included. */
 void tb_cli_json_string(FILE *out, const char *s);
 /* The machine a report was made on: one line, or a JSON member "env":{...}. */

@@ -83,6 +83,9 @@ struct run_tag {
 };
 
 #define ENV_TEXT_MAX 512
+/* The env lines of a log header (tailbusd's) that say where a run was measured. */
+static const char *const env_keys[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource",
+				       "governor", "commit"};
 
 struct run {
 	const char *path;
@@ -145,7 +148,8 @@ static int read_run(struct run *r, const char *tag)
 		tb_cli_error(VERB, "cannot read %s: %s; run left out", r->path, tb_log_load_strerror(rc));
 		return READ_FAILED;
 	}
-	tb_cli_log_env(text, len, r->env, sizeof(r->env));
+	tb_log_env_summary(text, len, env_keys, sizeof(env_keys) / sizeof(env_keys[0]), r->env,
+			   sizeof(r->env));
 	tb_log_reader rd;
 	tb_log_entry e;
 	memset(&e, 0, sizeof(e));

@@ -692,41 +692,33 @@ static void json_additions(FILE *out, const struct state *st, const struct tag_a
 		json_series(out, t);
 }
 
-/* Calls fn(out, k, key, key_len, value, value_len) for each "#[env key=value]"
- * line in the header of the first readable file (the machine the log was
- * measured on, as tailbusd records it). Returns how many. */
-typedef void env_fn(FILE *out, int k, const char *key, int key_len, const char *value,
-		    int value_len);
+/* Calls fn(out, k, field) for each "#[env key=value]" line in the header of
+ * the first readable file that has them (the machine the log was measured
+ * on, as tailbusd records it). Returns how many. */
+typedef void env_fn(FILE *out, int k, const tb_log_env_field *f);
 static int each_env_line(const struct state *st, env_fn *fn, FILE *out)
 {
-	size_t prefix = strlen(TB_ENV_HEADER_PREFIX);
 	int n = 0;
 	for (size_t i = 0; i < st->nfiles && !n; i++) {
 		const struct file *f = &st->files[i];
-		size_t pos = 0, len;
-		const char *line;
-		while (f->text && tb_env_next_header_line(f->text, f->len, &pos, &line, &len)) {
-			/* "#[env key=value]": key from the prefix to '=', value to ']' */
-			const char *key = line + prefix, *eq = memchr(key, '=', len - prefix);
-			const char *end = line + len - 1;
-			fn(out, n++, key, (int)(eq - key), eq + 1, (int)(end - eq - 1));
-		}
+		size_t pos = 0;
+		tb_log_env_field field;
+		while (f->text && tb_log_env_next(f->text, f->len, &pos, &field))
+			fn(out, n++, &field);
 	}
 	return n;
 }
 
-static void env_ignore(FILE *out, int k, const char *key, int key_len, const char *value,
-		       int value_len)
+static void env_ignore(FILE *out, int k, const tb_log_env_field *f)
 {
-	(void)out, (void)k, (void)key, (void)key_len, (void)value, (void)value_len;
+	(void)out, (void)k, (void)f;
 }
 
-static void env_json_member(FILE *out, int k, const char *key, int key_len, const char *value,
-			    int value_len)
+static void env_json_member(FILE *out, int k, const tb_log_env_field *f)
 {
-	fprintf(out, "%s\"%.*s\":\"", k ? "," : "", key_len, key);
-	for (int i = 0; i < value_len; i++) {
-		unsigned char c = (unsigned char)value[i];
+	fprintf(out, "%s\"%.*s\":\"", k ? "," : "", (int)f->key_len, f->key);
+	for (size_t i = 0; i < f->value_len; i++) {
+		unsigned char c = (unsigned char)f->value[i];
 		if (c == '"' || c == '\\')
 			fprintf(out, "\\%c", c);
 		else if (c < 0x20)
@@ -737,13 +729,13 @@ static void env_json_member(FILE *out, int k, const char *key, int key_len, cons
 	fputc('"', out);
 }
 
-static void env_text_item(FILE *out, int k, const char *key, int key_len, const char *value,
-			  int value_len)
+static void env_text_item(FILE *out, int k, const tb_log_env_field *f)
 {
 	static const char *shown[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource", "commit"};
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
-		if ((int)strlen(shown[i]) == key_len && !strncmp(key, shown[i], (size_t)key_len))
-			fprintf(out, "%s%.*s=%.*s", k ? " " : "", key_len, key, value_len, value);
+		if (strlen(shown[i]) == f->key_len && !strncmp(f->key, shown[i], f->key_len))
+			fprintf(out, "%s%.*s=%.*s", k ? " " : "", (int)f->key_len, f->key,
+				(int)f->value_len, f->value);
 	}
 }
 
@@ -1168,24 +1160,18 @@ static void write_env(FILE *f, const struct state *st)
 	const struct file *from = NULL;
 	for (size_t i = 0; i < st->nfiles; i++) {
 		const struct file *g = &st->files[i];
-		size_t pos = 0, gpos = 0, n, gn;
-		const char *line, *gline;
-		if (!g->used || !tb_env_next_header_line(g->text, g->len, &gpos, &gline, &gn))
+		size_t pos = 0;
+		tb_log_env_field field;
+		if (!g->used || !tb_log_env_next(g->text, g->len, &pos, &field))
 			continue;
 		if (!from) {
 			from = g;
 			do
-				fprintf(f, "%.*s\n", (int)gn, gline);
-			while (tb_env_next_header_line(g->text, g->len, &gpos, &gline, &gn));
+				fprintf(f, "%.*s\n", (int)field.line_len, field.line);
+			while (tb_log_env_next(g->text, g->len, &pos, &field));
 			continue;
 		}
-		bool same = true, more_from, more_g = true;
-		while ((more_from = tb_env_next_header_line(from->text, from->len, &pos, &line, &n)) &&
-		       more_g) {
-			same &= n == gn && !memcmp(line, gline, n);
-			more_g = tb_env_next_header_line(g->text, g->len, &gpos, &gline, &gn);
-		}
-		if (!same || more_from || more_g)
+		if (!tb_log_env_same(from->text, from->len, g->text, g->len))
 			tb_cli_error(VERB, "warning: %s and %s were measured on different machines or "
 				     "builds (their env lines differ); %s keeps those of %s", from->path,
 				     g->path, st->opt.output_log, from->path);
