@@ -48,6 +48,8 @@ size_t tb_log_env_summary(const char *text, size_t len, const char *const *keys,
 					 f.key, (int)f.value_len, f.value);
 			if (n > 0 && (size_t)n < cap - o)
 				o += (size_t)n;
+			else
+				out[o] = '\0'; /* what did fit of it goes */
 		}
 	}
 	return o;

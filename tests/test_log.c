@@ -442,6 +442,42 @@ static void source_lines_fit_a_c_reader_and_stay_one_line(void **state)
 	assert_int_equal(tb_log_format_source(buf, 20, "A", "x"), -ENOSPC);
 }
 
+static void env_lines_read_back_by_key(void **state)
+{
+	(void)state;
+	static const char a[] = "#[comment]\n#[env hostname=h1]\n#[env kernel=6.1 x]  \r\n"
+				"#[env odd]\n#[env cpus=4]\n1,1,1,x\n#[env late=1]\n";
+	size_t pos = 0;
+	tb_log_env_field f;
+	assert_int_equal(tb_log_env_next(a, strlen(a), &pos, &f), 1);
+	assert_int_equal((int)f.key_len, 8);
+	assert_memory_equal(f.key, "hostname", 8);
+	assert_int_equal((int)f.value_len, 2);
+	assert_memory_equal(f.value, "h1", 2);
+	assert_int_equal(tb_log_env_next(a, strlen(a), &pos, &f), 1);
+	assert_int_equal((int)f.value_len, 5); /* "6.1 x": trailing blanks and CR left out */
+	assert_int_equal(tb_log_env_next(a, strlen(a), &pos, &f), 1);
+	assert_memory_equal(f.key, "cpus", 4);
+	assert_int_equal(tb_log_env_next(a, strlen(a), &pos, &f), 0); /* header lines only */
+
+	static const char *const keys[] = {"cpus", "hostname"};
+	char out[64];
+	assert_int_equal(tb_log_env_summary(a, strlen(a), keys, 2, out, sizeof(out)),
+			 strlen("hostname=h1 cpus=4"));
+	assert_string_equal(out, "hostname=h1 cpus=4");
+	assert_int_equal(tb_log_env_summary(a, strlen(a), keys, 2, out, 14), strlen("hostname=h1"));
+	assert_string_equal(out, "hostname=h1");
+	assert_int_equal(tb_log_env_summary("1,1,1,x\n", 8, keys, 2, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+
+	static const char b[] = "#[env hostname=h1]\n#[env kernel=6.1 x]\n#[env cpus=4]\n";
+	static const char c[] = "#[env hostname=h1]\n#[env kernel=6.1 x]\n";
+	assert_true(tb_log_env_same(a, strlen(a), b, strlen(b)));
+	assert_false(tb_log_env_same(a, strlen(a), c, strlen(c)));
+	assert_false(tb_log_env_same(c, strlen(c), a, strlen(a)));
+	assert_true(tb_log_env_same("", 0, "1,1,1,x\n", 8));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +495,7 @@ int main(void)
 		cmocka_unit_test(load_inflates_by_magic_whatever_the_name),
 		cmocka_unit_test(open_loop_marks_cover_the_log_or_one_tag),
 		cmocka_unit_test(source_lines_fit_a_c_reader_and_stay_one_line),
+		cmocka_unit_test(env_lines_read_back_by_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
