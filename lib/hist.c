@@ -307,7 +307,10 @@ int tb_hist_add(tb_hist *dst, const tb_hist *src)
 	/* every counter is at most the total: checking the totals is enough */
 	if (src->total > INT64_MAX - dst->total)
 		return -EOVERFLOW;
-	if (tb_hist_same_layout(dst, src)) {
+	/* the same L and S place every value at the same index whatever H is:
+	 * when dst's counts reach src's largest value, counts add up directly */
+	if (dst->lowest == src->lowest && dst->sig_digits == src->sig_digits &&
+	    used_len(src) <= dst->counts_len) {
 		for (int32_t i = 0, n = used_len(src); i < n; i++)
 			dst->counts[i] += src->counts[i];
 		add_summary(dst, src);
