@@ -73,6 +73,8 @@ static int gather(struct state *st, char **paths, size_t npaths)
 	tb_log_merge_init(&st->merge, st->opt.digits);
 	replay_read_files(st, paths, npaths);
 	replay_scan(st, st->opt.warmup == WARMUP_NONE ? PASS_ONE : PASS_ROWS);
+	if (st->too_many_tags)
+		return -1;
 	if (st->refused) {
 		replay_co_explain_refusal(st);
 		return -1;

@@ -29,7 +29,8 @@ static void usage(FILE *out)
 		"                      [--format text|json|csv|hgrm|hgrm-csv] [--output-log OUT]\n"
 		"                      [--digits D] [--unit-ratio R] [--ticks N]\n"
 		"                      [--warmup auto|DURATION] [--series] [--correct-co INTERVAL]\n"
-		"                      [--plot DIR] [--format prom-native [--schema S]] [--version]\n"
+		"                      [--plot DIR] [--format prom-native [--schema S]]\n"
+		"                      [--max-tags N] [--version]\n"
 		"Merges the intervals of each tag across FILEs and prints min, p50..p99.99, max\n"
 		"and mean with the sample count; '*' marks a percentile with fewer than %d\n"
 		"samples beyond it. --start/--end: time after each file's StartTime.\n"
@@ -57,10 +58,12 @@ static void usage(FILE *out)
 		"spectrum of every tag, and p99, p99.9 and max over time per tag.\n"
 		"--format prom-native prints each tag's native Prometheus buckets at schema S\n"
 		"(0..8, default %d) as `tailbus export` serves them, for a nanosecond log:\n"
-		"'TAG INDEX LOWER UPPER COUNT' a bucket (bounds in seconds).\n",
+		"'TAG INDEX LOWER UPPER COUNT' a bucket (bounds in seconds).\n"
+		"--max-tags N: refuse logs of more than N tags (default %d; each tag keeps a\n"
+		"histogram, up to a few hundred KB).\n",
 		TB_MIN_SAMPLES_BEYOND, TB_HGRM_DEFAULT_TICKS, TB_HGRM_JAVA_UNIT_RATIO, TB_WARMUP_WINDOW,
 		TB_WARMUP_TOLERANCE * 100.0, TB_WARMUP_TOLERANCE_MAX * 100.0, TB_WARMUP_MIN_INTERVALS,
-		TB_PROM_SCHEMA_DEFAULT);
+		TB_PROM_SCHEMA_DEFAULT, MAX_TAGS_DEFAULT);
 }
 
 /* What each option takes (tailbus/units.h): --start, --end and --warmup are
@@ -70,6 +73,7 @@ static const tb_unit_spec digits_spec = {TB_UNIT_COUNT, 1, TB_HIST_MIN_SIG_DIGIT
 					 TB_HIST_MAX_SIG_DIGITS};
 static const tb_unit_spec ticks_spec = {TB_UNIT_COUNT, 1, 1, 1000};
 static const tb_unit_spec co_spec = {TB_UNIT_COUNT, 1, 1, INT64_MAX};
+static const tb_unit_spec max_tags_spec = {TB_UNIT_COUNT, 1, 1, INT32_MAX};
 
 /* A duration option into seconds. */
 static bool parse_seconds(const char *name, const char *arg, double *seconds)
@@ -150,13 +154,14 @@ int replay_parse_options(int argc, char **argv, struct options *o)
 		{"unit-ratio", required_argument, 0, 'u'}, {"ticks", required_argument, 0, 'k'},
 		{"warmup", required_argument, 0, 'w'},    {"series", no_argument, 0, 'S'},
 		{"correct-co", required_argument, 0, 'c'}, {"plot", required_argument, 0, 'p'},
-		{"schema", required_argument, 0, 'm'},
+		{"schema", required_argument, 0, 'm'},    {"max-tags", required_argument, 0, 'T'},
 		{"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
 		{0, 0, 0, 0}};
 	*o = (struct options){.start = -INFINITY, .end = INFINITY, .format = FMT_TEXT,
 			      .schema = TB_PROM_SCHEMA_DEFAULT,
 			      .digits = TB_LOG_MERGE_FIRST_LAYOUT, .unit_ratio = TB_HGRM_JAVA_UNIT_RATIO,
-			      .ticks = TB_HGRM_DEFAULT_TICKS, .warmup = WARMUP_NONE};
+			      .ticks = TB_HGRM_DEFAULT_TICKS, .warmup = WARMUP_NONE,
+			      .max_tags = MAX_TAGS_DEFAULT};
 	int c, idx = 0;
 	int64_t n = 0;
 	optind = 1;
@@ -208,6 +213,10 @@ int replay_parse_options(int argc, char **argv, struct options *o)
 			}
 			o->schema = (int)n;
 			o->schema_given = true;
+			break;
+		case 'T':
+			ok = tb_cli_unit(VERB, name, optarg, &max_tags_spec, &n);
+			o->max_tags = (size_t)n;
 			break;
 		case 'h': usage(stdout); return 1;
 		case 'V': tb_cli_version(); return 1;

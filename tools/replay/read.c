@@ -13,6 +13,9 @@
  * Reader errors are reported in the first pass only: the second pass of
  * --warmup reads the same lines.
  *
+ * A tag beyond --max-tags ends the reading: every tag holds a histogram,
+ * and a log of more tags than expected would otherwise take all memory.
+ *
  * Invariants: st->info has room for every tag of st->merge; rows are in
  * reading order, and the second pass meets them in the same order.
  */
@@ -29,11 +32,17 @@
 #include "tailbus/log_merge.h"
 
 /* The tag's index in st->merge, created (shaped like `first`) when `first`
- * is given: -1 when absent and not created, or -ENOMEM. */
+ * is given: -1 when absent and not created, -ENOMEM, or -EUSERS when it
+ * would be one tag more than --max-tags (st->too_many_tags set). */
 static long tag_index(struct state *st, const char *name, const tb_hist *first)
 {
-	if (!first)
-		return tb_log_merge_find(&st->merge, name);
+	long t = tb_log_merge_find(&st->merge, name);
+	if (t >= 0 || !first)
+		return t;
+	if (st->merge.ntags >= st->opt.max_tags) {
+		st->too_many_tags = true;
+		return -EUSERS;
+	}
 	if (st->merge.ntags == st->info_cap) {
 		size_t cap = st->info_cap ? 2 * st->info_cap : 64;
 		struct tag_info *info = realloc(st->info, cap * sizeof(*info));
@@ -43,7 +52,7 @@ static long tag_index(struct state *st, const char *name, const tb_hist *first)
 		st->info = info;
 		st->info_cap = cap;
 	}
-	long t = tb_log_merge_tag_of(&st->merge, name, first);
+	t = tb_log_merge_tag_of(&st->merge, name, first);
 	return t == -EINVAL ? -ENOMEM : t;
 }
 
@@ -130,7 +139,7 @@ static int take_entry(struct state *st, struct file *f, const tb_log_entry *e, e
 		h = &st->corrected;
 	long index = tag_index(st, e->tag, h);
 	if (index < 0)
-		return -ENOMEM;
+		return (int)index;
 	f->used = true;
 	if (pass != PASS_STEADY)
 		note_file(&st->info[index], (size_t)(f - st->files));
@@ -235,6 +244,14 @@ static void scan_file(struct state *st, struct file *f, enum pass pass)
 			st->status = TB_EXIT_INPUT;
 			break;
 		}
+		if (st->too_many_tags) {
+			tb_cli_error(VERB, "%s: line %zu: tag '%s' is one more than the %zu tags replay "
+				     "holds; each tag keeps a histogram of its own (up to a few hundred KB): "
+				     "--max-tags N raises the limit", f->path, e.line, e.tag,
+				     st->opt.max_tags);
+			st->status = TB_EXIT_INPUT;
+			break;
+		}
 		if (bad_payload) {
 			/* what the reader says of a line it decodes itself */
 			if (first_pass) {
@@ -285,7 +302,7 @@ void replay_read_files(struct state *st, char **paths, size_t n)
 void replay_scan(struct state *st, enum pass pass)
 {
 	st->next_row = 0;
-	for (size_t i = 0; i < st->nfiles; i++) {
+	for (size_t i = 0; i < st->nfiles && !st->too_many_tags; i++) {
 		if (st->files[i].text)
 			scan_file(st, &st->files[i], pass);
 	}

@@ -44,7 +44,12 @@ struct options {
 	const char *plot_dir;
 	int schema; /* --format prom-native */
 	bool schema_given;
+	size_t max_tags; /* refuse a log of more tags */
 };
+
+/* --max-tags: a tag's histogram takes up to a few hundred KB (an hour's
+ * range at 3 digits), so this many stay within a few GB. */
+#define MAX_TAGS_DEFAULT 10000
 
 /* File names a plot's subtitle lists before "and N more". */
 #define SUBTITLE_FILES 3
@@ -114,6 +119,7 @@ struct state {
 	bool refused;
 	double first_start_time;
 	bool have_start_time;
+	bool too_many_tags; /* a tag beyond --max-tags was met: reading stopped */
 	int status;
 };
 
