@@ -26,7 +26,8 @@
  * prints that chance, so two runs a side are not mistaken for proof; run the
  * configurations interleaved (A B A B ...) so drift hits both alike.
  *
- * A run's file may be "-" (standard input) or gzip'd (tb_log_load).
+ * A run's file may be "-" (standard input) or gzip'd (tb_log_load). Text
+ * from the logs (tags, env values) is escaped for the terminal (tb_cli_text).
  *
  * JSON (stable; values in the log's unit):
  *   {"a":[FILE...],"b":[FILE...],"tags":[{"tag":T,
@@ -221,8 +222,13 @@ static void print_env(FILE *out, const struct side *sides)
 {
 	bool differ = false;
 	for (int s = 0; s < SIDES; s++) {
-		fprintf(out, "%s measured on: %s\n", side_names[s],
-			*sides[s].runs[0].env ? sides[s].runs[0].env : "not recorded in the log");
+		const char *env = sides[s].runs[0].env;
+		fprintf(out, "%s measured on: ", side_names[s]);
+		if (*env)
+			tb_cli_put_text(out, env, strlen(env));
+		else
+			fputs("not recorded in the log", out);
+		fputc('\n', out);
 		for (size_t i = 0; i < sides[s].nruns; i++)
 			differ |= strcmp(sides[s].runs[i].env, sides[0].runs[0].env) != 0;
 	}
@@ -326,8 +332,10 @@ static void print_text_tag(FILE *out, const char *tag, const size_t *nruns,
 			   const struct figure *fig, int64_t *const totals[SIDES])
 {
 	char med[SIDES][32], lo[SIDES][32], hi[SIDES][32], range[SIDES][80], ratio[32];
-	fprintf(out, "%s%s: A %zu run%s, B %zu run%s\n", *tag ? "tag " : "", *tag ? tag : "(untagged)",
-		nruns[0], nruns[0] == 1 ? "" : "s", nruns[1], nruns[1] == 1 ? "" : "s");
+	char esc[TB_CLI_ESCAPED_MAX(TB_LOG_TAG_MAX)];
+	fprintf(out, "%s%s: A %zu run%s, B %zu run%s\n", *tag ? "tag " : "",
+		tb_cli_text(esc, sizeof(esc), *tag ? tag : "(untagged)"), nruns[0],
+		nruns[0] == 1 ? "" : "s", nruns[1], nruns[1] == 1 ? "" : "s");
 	fprintf(out, "  samples per run:");
 	for (int s = 0; s < SIDES; s++) {
 		fprintf(out, " %s", side_names[s]);

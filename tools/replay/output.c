@@ -10,6 +10,9 @@
  * byte for byte (tailbus/report.h), for each tag in the layout Java's merge
  * would have reached.
  *
+ * Text from the logs (tags, env values) is escaped in every format
+ * (tb_cli_text; JSON by its own rules), so a log cannot drive the terminal.
+ *
  * Invariants: reads the state, never changes it; stdout gets the report
  * only.
  */
@@ -45,7 +48,8 @@ static size_t non_empty(const struct tag_info *t)
 /* The sentence saying where a tag's warm-up ends (no newline). */
 static void print_warmup(FILE *out, const char *name, const struct tag_info *t)
 {
-	fprintf(out, "%s%s: ", *name ? "tag " : "", tag_label(name));
+	char esc[TAG_ESCAPED_MAX];
+	fprintf(out, "%s%s: ", *name ? "tag " : "", tb_cli_text(esc, sizeof(esc), tag_label(name)));
 	switch (t->warm.outcome) {
 	case TB_WARMUP_FOUND:
 	case TB_WARMUP_FIXED:
@@ -118,26 +122,20 @@ static void env_ignore(FILE *out, int k, const tb_log_env_field *f)
 
 static void env_json_member(FILE *out, int k, const tb_log_env_field *f)
 {
-	fprintf(out, "%s\"%.*s\":\"", k ? "," : "", (int)f->key_len, f->key);
-	for (size_t i = 0; i < f->value_len; i++) {
-		unsigned char c = (unsigned char)f->value[i];
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
+	fputs(k ? "," : "", out);
+	tb_cli_json_string_n(out, f->key, f->key_len);
+	fputc(':', out);
+	tb_cli_json_string_n(out, f->value, f->value_len);
 }
 
 static void env_text_item(FILE *out, int k, const tb_log_env_field *f)
 {
 	static const char *shown[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource", "commit"};
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
-		if (strlen(shown[i]) == f->key_len && !strncmp(f->key, shown[i], f->key_len))
-			fprintf(out, "%s%.*s=%.*s", k ? " " : "", (int)f->key_len, f->key,
-				(int)f->value_len, f->value);
+		if (strlen(shown[i]) == f->key_len && !strncmp(f->key, shown[i], f->key_len)) {
+			fprintf(out, "%s%.*s=", k ? " " : "", (int)f->key_len, f->key);
+			tb_cli_put_text(out, f->value, f->value_len);
+		}
 	}
 }
 
@@ -187,7 +185,9 @@ void replay_print_csv(FILE *out, const struct state *st)
 		const struct tag_info *t = &st->info[i];
 		tb_summary s;
 		tb_summarize(&m->hist, &s);
-		fprintf(out, "%s,%zu,%" PRId64 ",%" PRId64, m->name, m->intervals, s.total, s.min);
+		char esc[TAG_ESCAPED_MAX];
+		fprintf(out, "%s,%zu,%" PRId64 ",%" PRId64, tb_cli_text(esc, sizeof(esc), m->name),
+			m->intervals, s.total, s.min);
 		for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
 			fprintf(out, ",%" PRId64, s.pct[p]);
 		fprintf(out, ",%" PRId64 ",%.3f,", s.max, s.mean);
@@ -209,11 +209,13 @@ void replay_print_series_csv(FILE *out, const struct state *st)
 	fprintf(out, "tag,t,start,length,count,p50,p99,p99_9,max,warmup\n");
 	for (size_t i = 0; i < st->merge.ntags; i++) {
 		const struct tag_info *t = &st->info[i];
+		char esc[TAG_ESCAPED_MAX];
+		tb_cli_text(esc, sizeof(esc), st->merge.tags[i].name);
 		for (size_t k = 0; k < t->nrun; k++) {
 			const tb_interval_figures *f = t->run[k];
 			fprintf(out, "%s,%.3f,%.3f,%.3f,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
 				",%" PRId64 ",%d\n",
-				st->merge.tags[i].name, f->start - t->run[0]->start, f->start, f->length, f->count,
+				esc, f->start - t->run[0]->start, f->start, f->length, f->count,
 				f->p50, f->p99, f->p99_9, f->max, f->warmup);
 		}
 	}
@@ -242,6 +244,7 @@ void replay_print_text(FILE *out, const struct state *st)
 	for (size_t i = 0; i < st->merge.ntags; i++) {
 		const tb_log_merge_tag *m = &st->merge.tags[i];
 		const struct tag_info *t = &st->info[i];
+		char esc[TAG_ESCAPED_MAX];
 		tb_summary s;
 		tb_summarize(&m->hist, &s);
 		if (i)
@@ -251,7 +254,8 @@ void replay_print_text(FILE *out, const struct state *st)
 			fputc('\n', out);
 		}
 		fprintf(out, "%s%s: %zu intervals, %" PRId64 " samples\n",
-			*m->name ? "tag " : "(untagged)", m->name, m->intervals, s.total);
+			*m->name ? "tag " : "(untagged)", tb_cli_text(esc, sizeof(esc), m->name),
+			m->intervals, s.total);
 		fprintf(out, "  %-7s %15" PRId64 "\n", "min", s.min);
 		for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
 			fprintf(out, "  %-7s %15" PRId64 "%s\n", tb_summary_labels[p], s.pct[p],
@@ -290,13 +294,15 @@ int replay_print_hgrm(FILE *out, const struct state *st, bool csv)
 {
 	for (size_t i = 0; i < st->merge.ntags; i++) {
 		const char *name = st->merge.tags[i].name;
+		char esc[TAG_ESCAPED_MAX];
 		tb_hist h;
 		if (tb_log_merge_java_layout(&st->merge, i, &h) < 0) {
 			tb_cli_error(VERB, "out of memory");
 			return -ENOMEM;
 		}
 		if (st->merge.ntags > 1)
-			fprintf(out, "%s#[Tag: %s]\n", i ? "\n" : "", *name ? name : "(untagged)");
+			fprintf(out, "%s#[Tag: %s]\n", i ? "\n" : "",
+				tb_cli_text(esc, sizeof(esc), tag_label(name)));
 		double base = st->have_start_time ? st->first_start_time : 0.0;
 		/* wall-clock bounds are shown relative to the first StartTime, as Java's are */
 		tb_report_hgrm_header(out, st->opt.start - (st->opt.start_wall ? base : 0),

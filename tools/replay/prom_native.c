@@ -30,7 +30,8 @@ int replay_print_prom_native(FILE *out, const struct state *st)
 			return rc;
 		}
 		/* an untagged log's lines still have five fields */
-		const char *tag = *m->name ? m->name : "(untagged)";
+		char esc[TAG_ESCAPED_MAX];
+		const char *tag = tb_cli_text(esc, sizeof(esc), tag_label(m->name));
 		fprintf(out, "# %s count %" PRIu64 " zero_count %" PRIu64 " sum %.9g\n", tag, n.count,
 			n.zero_count, n.sum);
 		for (uint32_t i = 0; i < n.n; i++) {

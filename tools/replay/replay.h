@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../cli.h"
 #include "tailbus/log.h"
 #include "tailbus/log_merge.h"
 #include "tailbus/warmup.h"
@@ -122,6 +123,9 @@ struct state {
 	bool too_many_tags; /* a tag beyond --max-tags was met: reading stopped */
 	int status;
 };
+
+/* Room for a tag escaped for a terminal (tb_cli_text). */
+#define TAG_ESCAPED_MAX TB_CLI_ESCAPED_MAX(TB_LOG_TAG_MAX)
 
 /* A tag as the reports name it. */
 static inline const char *tag_label(const char *name)
