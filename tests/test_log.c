@@ -16,6 +16,7 @@
 
 #include "tailbus/codec.h"
 #include "tailbus/log.h"
+#include "tailbus/log_merge.h"
 
 #define HOUR_NS 3600000000000LL
 #define T0 1764525600.0 /* Sun Nov 30 18:00:00 UTC 2025 */
@@ -478,6 +479,95 @@ static void env_lines_read_back_by_key(void **state)
 	assert_true(tb_log_env_same("", 0, "1,1,1,x\n", 8));
 }
 
+/* A payload of h, base64 (for tb_log_merge_add_payload). */
+static size_t payload_of(const tb_hist *h, char *out, size_t cap)
+{
+	size_t scratch_cap = tb_v2_inner_bound(h) + tb_v2_frame_bound(h), len = 0;
+	uint8_t *scratch = malloc(scratch_cap);
+	assert_non_null(scratch);
+	assert_int_equal(tb_v2_encode_base64(h, TB_V2_DEFAULT_LEVEL, out, cap, &len, scratch,
+					     scratch_cap), 0);
+	free(scratch);
+	return len;
+}
+
+static void merge_sizes_tags_to_their_values_and_keeps_java_layout(void **state)
+{
+	(void)state;
+	tb_hist a, b, full, java;
+	assert_int_equal(tb_hist_init(&a, 1, TB_HIST_DEFAULT_HIGHEST, 3), 0);
+	assert_int_equal(tb_hist_init(&b, 1, TB_HIST_DEFAULT_HIGHEST, 3), 0);
+	assert_int_equal(tb_hist_init(&full, 1, TB_HIST_DEFAULT_HIGHEST, 3), 0);
+	assert_int_equal(tb_hist_record_n(&a, 1000, 3), 0);
+	assert_int_equal(tb_hist_record_n(&b, 123456, 2), 0);
+	assert_int_equal(tb_hist_add(&full, &a), 0);
+	assert_int_equal(tb_hist_add(&full, &b), 0);
+
+	tb_log_merge m;
+	tb_log_merge_init(&m, TB_LOG_MERGE_FIRST_LAYOUT);
+	assert_int_equal(tb_log_merge_find(&m, "x"), -1);
+	long t = tb_log_merge_tag_of(&m, "x", &a);
+	assert_int_equal(t, 0);
+	assert_int_equal(tb_log_merge_tag_of(&m, "x", &b), 0);
+	assert_int_equal(tb_log_merge_add(&m, 0, &a, 100.0, 1.0), 0);
+	char text[4096];
+	size_t n = payload_of(&b, text, sizeof(text));
+	const char *why = NULL;
+	assert_int_equal(tb_log_merge_add_payload(&m, 0, text, n, 101.0, 1.0, &why), 0);
+	const tb_log_merge_tag *x = &m.tags[0];
+	assert_int_equal(x->intervals, 2);
+	assert_true(x->from == 100.0 && x->to == 102.0);
+	/* counts up to the largest value, not the declared hour */
+	assert_true(x->hist.counts_len < full.counts_len / 2);
+	assert_int_equal(x->layout_highest, TB_HIST_DEFAULT_HIGHEST);
+	assert_int_equal(tb_hist_total(&x->hist), 5);
+	assert_int_equal(tb_hist_max(&x->hist), tb_hist_max(&full));
+	assert_int_equal(tb_hist_value_at_percentile(&x->hist, 50.0),
+			 tb_hist_value_at_percentile(&full, 50.0));
+	assert_int_equal(tb_log_merge_java_layout(&m, 0, &java), 0);
+	assert_int_equal(java.bucket_count, full.bucket_count);
+	assert_int_equal(java.counts_len, full.counts_len);
+	assert_memory_equal(java.counts, full.counts, (size_t)full.counts_len * sizeof(int64_t));
+	tb_hist_free(&java);
+
+	/* another L: the payload is refused whole, to be decoded and added */
+	tb_hist other;
+	assert_int_equal(tb_hist_init(&other, 1000, TB_HIST_DEFAULT_HIGHEST, 3), 0);
+	assert_int_equal(tb_hist_record(&other, 5000), 0);
+	n = payload_of(&other, text, sizeof(text));
+	assert_int_equal(tb_log_merge_add_payload(&m, 0, text, n, 102.0, 1.0, &why), -ERANGE);
+	assert_int_equal(m.tags[0].intervals, 2);
+	assert_int_equal(tb_log_merge_add(&m, 0, &other, 102.0, 1.0), 0);
+	assert_int_equal(tb_hist_total(&m.tags[0].hist), 6);
+
+	/* many tags: each found by name, in the order first met */
+	char name[32];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "t%d", i);
+		assert_int_equal(tb_log_merge_tag_of(&m, name, &a), i + 1);
+	}
+	for (int i = 999; i >= 0; i--) {
+		snprintf(name, sizeof(name), "t%d", i);
+		assert_int_equal(tb_log_merge_find(&m, name), i + 1);
+	}
+	assert_int_equal(tb_log_merge_find(&m, "t1000"), -1);
+	assert_int_equal(tb_log_merge_find(&m, ""), -1);
+	tb_log_merge_free(&m);
+
+	/* --digits: a fresh histogram from 1 up, grown to what was merged */
+	tb_log_merge_init(&m, 2);
+	assert_int_equal(tb_log_merge_tag_of(&m, "", &other), 0);
+	assert_int_equal(tb_log_merge_add(&m, 0, &other, 0.0, 1.0), 0);
+	assert_int_equal(m.tags[0].hist.sig_digits, 2);
+	assert_int_equal(m.tags[0].hist.lowest, 1);
+	assert_int_equal(m.tags[0].layout_highest, m.tags[0].hist.highest);
+	tb_log_merge_free(&m);
+	tb_hist_free(&a);
+	tb_hist_free(&b);
+	tb_hist_free(&full);
+	tb_hist_free(&other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -496,6 +586,7 @@ int main(void)
 		cmocka_unit_test(open_loop_marks_cover_the_log_or_one_tag),
 		cmocka_unit_test(source_lines_fit_a_c_reader_and_stay_one_line),
 		cmocka_unit_test(env_lines_read_back_by_key),
+		cmocka_unit_test(merge_sizes_tags_to_their_values_and_keeps_java_layout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
