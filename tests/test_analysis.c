@@ -441,6 +441,21 @@ static void test_schedule_refuses_times_past_int64_untouched(void **state)
 	assert_int_equal(due_at(INT64_MAX - TB_NS_PER_SEC, 1, 1), INT64_MAX);
 }
 
+/* The count agrees with tb_schedule_at: the last request counted is due
+ * before the end, the next one is not. */
+static void test_schedule_count_is_the_requests_due_before_the_end(void **state)
+{
+	(void)state;
+	assert_int_equal(tb_schedule_count(TB_NS_PER_SEC, 3), 3);
+	assert_int_equal(tb_schedule_count(TB_NS_PER_SEC + 1, 3), 4);
+	assert_int_equal(tb_schedule_count(TB_NS_PER_SEC / 3, 3), 1);
+	assert_int_equal(tb_schedule_count(TB_NS_PER_SEC / 3 + 1, 3), 2);
+	assert_int_equal(due_at(0, 3, 1), TB_NS_PER_SEC / 3);
+	assert_int_equal(tb_schedule_count(0, 1000), 0);
+	assert_int_equal(tb_schedule_count(-5, 1000), 0);
+	assert_int_equal(tb_schedule_count(INT64_MAX, 1000000000), (uint64_t)INT64_MAX);
+}
+
 /* --- Single FIFO server --------------------------------------------------- */
 
 /* Intended every 10 ns; request 1 takes 25 ns, so 2 and 3 queue behind it. */
@@ -648,6 +663,7 @@ int main(void)
 		cmocka_unit_test(test_schedule_entry_3_million_is_exactly_1e15_after_start),
 		cmocka_unit_test(test_schedule_rate_zero_is_empty),
 		cmocka_unit_test(test_schedule_refuses_times_past_int64_untouched),
+		cmocka_unit_test(test_schedule_count_is_the_requests_due_before_the_end),
 		cmocka_unit_test(test_fifo_done_waits_for_busy_server),
 		cmocka_unit_test(test_fifo_closed_loop_measures_from_late_send),
 		cmocka_unit_test(test_fifo_open_loop_latency_is_closed_loop_latency_plus_send_lag),

@@ -287,7 +287,7 @@ typedef struct tb_seg_header {
 	 * CPU), in us; and the closes that began an interval or more late */
 	uint32_t drain_threads;
 	uint32_t drain_longest_pass_us;
-	uint32_t drain_self_gap_us;
+	uint32_t drain_self_pause_us;
 	uint32_t closes_behind;
 } tb_seg_header;
 TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");

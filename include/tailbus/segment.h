@@ -179,6 +179,10 @@ int tb_seg_metric_register(tb_seg *s, const char *name);
 /* Find only. Returns the id or -ENOENT. */
 int tb_seg_metric_find(const tb_seg *s, const char *name);
 bool tb_seg_metric_name_valid(const char *name);
+/* Metric `id`'s name as tools and logs show it, read defensively (producers
+ * write the table): the name, or "metric-<id>" when it is not a valid one.
+ * `id` must be below the layout's metric_capacity. */
+void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap);
 
 /* /proc/<pid>/stat start time (field 22), or 0 if the process is gone. */
 uint64_t tb_proc_start_time(pid_t pid);
