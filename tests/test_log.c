@@ -417,6 +417,22 @@ static void open_loop_marks_cover_the_log_or_one_tag(void **state)
 	/* only comment lines count */
 	static const char data[] = "Tag=#[tailbus: open-loop,1,1,1,x\n";
 	assert_false(tb_log_open_loop(data, strlen(data), ""));
+	/* the marks read at once say the same as each question */
+	static const char *const texts[] = {whole, per_tag, data,
+		"#[tailbus: open-loop tag=]\n#[tailbus: open-loop tag=b]c]  \n#[tailbus: open-loop tag=d\n",
+		"#[tailbus: open-loop untagged]x\n", "#[tailbus: open-loop tag=z]\n#[tailbus: open-loop tag=a]\n"};
+	static const char *const tags[] = {"", "svc", "sv", "svc2", "java", "b]c", "b", "d", "a", "z", "zz"};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		tb_log_open_loop_marks m;
+		assert_int_equal(tb_log_open_loop_scan(texts[i], strlen(texts[i]), &m), 0);
+		for (size_t k = 0; k < sizeof(tags) / sizeof(tags[0]); k++)
+			assert_int_equal(tb_log_open_loop_marked(&m, tags[k]),
+					 tb_log_open_loop(texts[i], strlen(texts[i]), tags[k]));
+		tb_log_open_loop_marks_free(&m);
+	}
+	assert_true(tb_log_open_loop(texts[3], strlen(texts[3]), "b]c"));
+	assert_false(tb_log_open_loop(texts[3], strlen(texts[3]), "d"));
+	assert_true(tb_log_open_loop(texts[4], strlen(texts[4]), "java"));
 	/* a reader that knows only the whole-log mark's prefix sees every form */
 	assert_int_equal(strncmp(TB_OPEN_LOOP_MARK, TB_OPEN_LOOP_PREFIX, strlen(TB_OPEN_LOOP_PREFIX)), 0);
 	assert_int_equal(strncmp(TB_OPEN_LOOP_UNTAGGED, TB_OPEN_LOOP_PREFIX, strlen(TB_OPEN_LOOP_PREFIX)), 0);

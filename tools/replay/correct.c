@@ -11,8 +11,8 @@
  * file; a file with no mark at all gets a warning that the tool cannot
  * check what it corrects.
  *
- * Invariants: a file's marks are looked up once per tag and kept
- * (f->marks); st->corrected is one scratch histogram, reused while the
+ * Invariants: a file's marks are read once, when first asked (f->marks);
+ * st->corrected is one scratch histogram, reused while the
  * intervals' layouts agree.
  */
 #include <stdio.h>
@@ -34,22 +34,13 @@ static bool closed_loop_tag(const char *tag)
 	return n >= k && !strcmp(tag + n - k, CLOSED_LOOP_SUFFIX);
 }
 
-/* Does f mark tag open-loop? The answer is kept per tag: the marks are
- * comment lines anywhere in the text, too far apart to look up per line. */
+/* Does f mark tag open-loop? Its marks are read once, the first time. */
 bool replay_open_loop(struct file *f, const char *tag)
 {
-	for (size_t i = 0; i < f->nmarks; i++) {
-		if (!strcmp(f->marks[i].tag, tag))
-			return f->marks[i].open_loop;
-	}
-	bool open_loop = tb_log_open_loop(f->text, f->len, tag);
-	struct tag_mark *grown = realloc(f->marks, (f->nmarks + 1) * sizeof(*grown));
-	if (grown) {
-		f->marks = grown;
-		snprintf(f->marks[f->nmarks].tag, sizeof(f->marks[f->nmarks].tag), "%s", tag);
-		f->marks[f->nmarks++].open_loop = open_loop;
-	}
-	return open_loop;
+	if (!f->marks_read)
+		f->marks_read = tb_log_open_loop_scan(f->text, f->len, &f->marks) == 0 ? 1 : -1;
+	return f->marks_read > 0 ? tb_log_open_loop_marked(&f->marks, tag)
+				 : tb_log_open_loop(f->text, f->len, tag);
 }
 
 /* Whether --correct-co must leave tag of file f alone (it is marked

@@ -57,7 +57,7 @@ static void free_state(struct state *st)
 	tb_log_merge_free(&st->merge);
 	for (size_t i = 0; i < st->nfiles; i++) {
 		free(st->files[i].text);
-		free(st->files[i].marks);
+		tb_log_open_loop_marks_free(&st->files[i].marks);
 	}
 	if (st->have_corrected)
 		tb_hist_free(&st->corrected);

@@ -72,18 +72,12 @@ struct row {
 	size_t tag;
 };
 
-/* Whether a file marks a tag open-loop, asked once per tag. */
-struct tag_mark {
-	char tag[TB_LOG_TAG_MAX];
-	bool open_loop;
-};
-
 struct file {
 	const char *path;
 	char *text; /* NULL: unreadable */
 	size_t len;
-	struct tag_mark *marks;
-	size_t nmarks;
+	tb_log_open_loop_marks marks; /* its open-loop marks, read when first asked */
+	int marks_read;               /* 0: not yet; 1: read; -1: no memory, ask the text */
 	bool used;      /* an interval of it was selected */
 	bool unmarked_corrected; /* --correct-co applied to a tag it does not mark */
 	bool refused; /* --correct-co refused on an open-loop tag of this file */
