@@ -69,13 +69,14 @@ bool tb_log_env_same(const char *a, size_t alen, const char *b, size_t blen)
 {
 	size_t apos = 0, bpos = 0;
 	tb_log_env_field fa, fb;
-	bool more_a, more_b;
-	while ((more_a = tb_log_env_next(a, alen, &apos, &fa)) &
-	       (more_b = tb_log_env_next(b, blen, &bpos, &fb))) {
+	for (;;) {
+		bool more_a = tb_log_env_next(a, alen, &apos, &fa);
+		bool more_b = tb_log_env_next(b, blen, &bpos, &fb);
+		if (!more_a || !more_b)
+			return more_a == more_b;
 		if (fa.line_len != fb.line_len || memcmp(fa.line, fb.line, fa.line_len))
 			return false;
 	}
-	return !more_a && !more_b;
 }
 
 /* ---- open-loop marks ---- */
