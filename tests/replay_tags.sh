@@ -44,9 +44,11 @@ too_many_tags() {
 	"$TAILBUS" replay "$tmp/tags.hlog" --format csv >"$tmp/limit.out" 2>"$tmp/limit.err" || rc=$?
 	expect_eq status "$rc" 1 || return 1
 	expect_eq stdout "$(wc -c <"$tmp/limit.out")" 0 || return 1
-	grep -q "line 10006: tag 't0010000' is one more than the 10000 tags replay holds" \
-		"$tmp/limit.err" && grep -q -- '--max-tags N raises the limit' "$tmp/limit.err" ||
-		{ cat "$tmp/limit.err"; return 1; }
+	if ! grep -q "line 10006: tag 't0010000' is one more than the 10000 tags replay holds" \
+		"$tmp/limit.err" || ! grep -q -- '--max-tags N raises the limit' "$tmp/limit.err"; then
+		cat "$tmp/limit.err"
+		return 1
+	fi
 	rc=0
 	"$TAILBUS" replay "$tmp/tags.hlog" --max-tags 0 >/dev/null 2>&1 || rc=$?
 	expect_eq "--max-tags 0" "$rc" 2
