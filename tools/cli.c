@@ -99,7 +99,7 @@ bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_un
 	return false;
 }
 
-void tb_cli_bad_option(const char *verb, int c, const char *arg)
+void tb_cli_bad_option(const char *verb, int c, const char *arg, void (*usage)(FILE *out))
 {
 	const char *eq = strchr(arg, '=');
 	if (c == ':')
@@ -110,6 +110,8 @@ void tb_cli_bad_option(const char *verb, int c, const char *arg)
 		tb_cli_error(verb, "unknown option '-%c'", optopt);
 	else
 		tb_cli_error(verb, "unknown option '%s'", arg);
+	if (c == '?' && usage)
+		usage(stderr);
 }
 
 void tb_cli_version(void)

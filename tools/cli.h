@@ -30,9 +30,10 @@ bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_un
 		 int64_t *out);
 /* What getopt_long (optstring ":", opterr 0) returned for a bad option, as
  * one sentence: `c` is ':' (a value missing) or '?' (an unknown option, or a
- * flag given a value); `arg` is argv[optind - 1]. The verb adds its usage
- * after an unknown option, not after a missing value. */
-void tb_cli_bad_option(const char *verb, int c, const char *arg);
+ * flag given a value); `arg` is argv[optind - 1]. After an unknown option,
+ * not after a missing value, `usage` (when not NULL) prints the verb's usage
+ * on stderr. */
+void tb_cli_bad_option(const char *verb, int c, const char *arg, void (*usage)(FILE *out));
 /* --version: "tailbus VERSION" on stdout (the same for every verb). */
 void tb_cli_version(void);
 /* True when getopt left no operand; else one sentence naming the first. */

@@ -66,9 +66,7 @@ int tb_cmd_env(int argc, char **argv)
 		case 'h': usage(stdout); return TB_EXIT_OK;
 		case 'V': tb_cli_version(); return TB_EXIT_OK;
 		default:
-			tb_cli_bad_option(VERB, c, argv[optind - 1]);
-			if (c == '?')
-				usage(stderr);
+			tb_cli_bad_option(VERB, c, argv[optind - 1], usage);
 			return TB_EXIT_USAGE;
 		}
 	}

@@ -167,7 +167,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'h': usage(stdout); return -1;
 		case 'V': tb_cli_version(); return -1;
-		default: tb_cli_bad_option(VERB, c, argv[optind - 1]); return TB_EXIT_USAGE;
+		default: tb_cli_bad_option(VERB, c, argv[optind - 1], NULL); return TB_EXIT_USAGE;
 		}
 	}
 	if (!tb_cli_no_operands(VERB, argc, argv)) {

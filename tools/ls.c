@@ -253,7 +253,7 @@ static int parse(int argc, char **argv, struct options *o)
 		case 'h': usage(stdout); return -1;
 		case 'V': tb_cli_version(); return -1;
 		default:
-			tb_cli_bad_option(VERB, c, argv[optind - 1]);
+			tb_cli_bad_option(VERB, c, argv[optind - 1], NULL);
 			usage(stderr);
 			return TB_EXIT_USAGE;
 		}

@@ -184,9 +184,7 @@ static int parse(int argc, char **argv, struct model *m, const char **log)
 		case 'd': ok = tb_cli_unit(VERB, name, optarg, &duration_spec, &m->duration_ns); break;
 		case 's': ok = tb_cli_unit(VERB, name, optarg, &stall_spec, &m->stall_ns); break;
 		default:
-			tb_cli_bad_option(VERB, c, argv[optind - 1]);
-			if (c == '?')
-				usage(stderr);
+			tb_cli_bad_option(VERB, c, argv[optind - 1], usage);
 			return -EINVAL;
 		}
 		if (!ok)

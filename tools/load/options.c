@@ -229,9 +229,7 @@ int load_parse(int argc, char **argv, struct config *c)
 			return 1;
 		}
 		if (opt == '?' || opt == ':') {
-			tb_cli_bad_option(VERB, opt, argv[optind - 1]);
-			if (opt == '?')
-				usage(stderr);
+			tb_cli_bad_option(VERB, opt, argv[optind - 1], usage);
 			return -EINVAL;
 		}
 		if (!parse_one(opt, longs[idx].name, optarg, c))

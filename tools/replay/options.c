@@ -221,9 +221,7 @@ int replay_parse_options(int argc, char **argv, struct options *o)
 		case 'h': usage(stdout); return 1;
 		case 'V': tb_cli_version(); return 1;
 		default:
-			tb_cli_bad_option(VERB, c, argv[optind - 1]);
-			if (c == '?')
-				usage(stderr);
+			tb_cli_bad_option(VERB, c, argv[optind - 1], usage);
 			return -EINVAL;
 		}
 		if (!ok)

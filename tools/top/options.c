@@ -97,9 +97,7 @@ int top_parse_options(int argc, char **argv, struct top_options *o)
 		case 'h': usage(stdout); return 1;
 		case 'V': tb_cli_version(); return 1;
 		default:
-			tb_cli_bad_option(TOP_VERB, c, argv[optind - 1]);
-			if (c == '?')
-				usage(stderr);
+			tb_cli_bad_option(TOP_VERB, c, argv[optind - 1], usage);
 			return -EINVAL;
 		}
 	}
