@@ -111,12 +111,9 @@ static const tb_unit_spec drains_spec = {TB_UNIT_COUNT, 1, 1, TB_COLLECTOR_MAX_D
  * names the option and says why. */
 static bool value(const char *name, const char *arg, const tb_unit_spec *spec, int64_t *out)
 {
-	int rc = tb_unit_parse(arg, spec, out);
-	if (rc == 0)
-		return true;
 	char why[128];
-	if (tb_unit_why(why, sizeof(why), rc, spec) < 0)
-		snprintf(why, sizeof(why), "%s", strerror(-rc));
+	if (tb_unit_parse_why(arg, spec, out, why, sizeof(why)) == 0)
+		return true;
 	fprintf(stderr, "tailbusd: bad value '%s' for --%s: %s\n", arg, name, why);
 	return false;
 }

@@ -181,6 +181,14 @@ int tb_unit_why(char *buf, size_t cap, int err, const tb_unit_spec *spec)
 	return len >= 0 && (size_t)len < cap ? len : -ENOSPC;
 }
 
+int tb_unit_parse_why(const char *s, const tb_unit_spec *spec, int64_t *out, char *why, size_t cap)
+{
+	int rc = tb_unit_parse(s, spec, out);
+	if (rc < 0 && why && cap && tb_unit_why(why, cap, rc, spec) < 0)
+		snprintf(why, cap, "%s", strerror(-rc));
+	return rc;
+}
+
 /* Wall-clock times. The fields are read with sscanf and checked by range,
  * then the parse is written back with the same layout and compared, so no
  * trailing junk or odd spelling (a sign, a space) gets through. */

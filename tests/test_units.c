@@ -230,6 +230,16 @@ static void why_names_the_bound_or_the_spelling(void **state)
 	/* no bound to name when the only limit is int64's */
 	assert_true(tb_unit_why(buf, sizeof(buf), -ERANGE, &any_ns) > 0);
 	assert_string_equal(buf, "too large");
+	/* parse and reason in one call; a reason too long for the buffer
+	 * falls back to the error's name, cut to fit */
+	int64_t v = 7;
+	assert_int_equal(tb_unit_parse_why("2h", &interval, &v, buf, sizeof(buf)), -ERANGE);
+	assert_string_equal(buf, "must be at most 1h");
+	assert_int_equal(v, 7);
+	assert_int_equal(tb_unit_parse_why("2s", &interval, &v, buf, sizeof(buf)), 0);
+	assert_int_equal(v, 2 * TB_UNIT_S);
+	assert_int_equal(tb_unit_parse_why("x", &bytes, &v, buf, 8), -EINVAL);
+	assert_string_equal(buf, "Invalid");
 }
 
 static void wallclock_reads_utc_iso_and_epoch(void **state)

@@ -89,12 +89,9 @@ void tb_cli_bad_value(const char *verb, const char *opt, const char *arg, const 
 bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_unit_spec *spec,
 		 int64_t *out)
 {
-	int rc = tb_unit_parse(arg, spec, out);
-	if (rc == 0)
-		return true;
 	char why[128];
-	if (tb_unit_why(why, sizeof(why), rc, spec) < 0)
-		snprintf(why, sizeof(why), "%s", strerror(-rc));
+	if (tb_unit_parse_why(arg, spec, out, why, sizeof(why)) == 0)
+		return true;
 	tb_cli_bad_value(verb, opt, arg, "%s", why);
 	return false;
 }

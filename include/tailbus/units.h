@@ -73,6 +73,10 @@ int tb_unit_format(char *buf, size_t cap, tb_unit_kind kind, int64_t v);
  * tb_unit_format. */
 int tb_unit_why(char *buf, size_t cap, int err, const tb_unit_spec *spec);
 
+/* tb_unit_parse, and when it refuses, its reason in why[cap] (a phrase as
+ * tb_unit_why's, or the error's name): what every option parser prints. */
+int tb_unit_parse_why(const char *s, const tb_unit_spec *spec, int64_t *out, char *why, size_t cap);
+
 /* A wall-clock time in UTC, as ISO 8601 "YYYY-MM-DDTHH:MM:SS[.frac]Z" (the
  * Z required: no local time zones) or "@SECONDS[.frac]" since the epoch, into
  * nanoseconds since the epoch. Returns 0 or -EINVAL (anything else,
