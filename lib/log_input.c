@@ -14,6 +14,7 @@
  * may also treat it as a C string.
  */
 #include "tailbus/log.h"
+#include "tailbus/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,20 +40,10 @@ bool tb_log_is_gzip(const void *data, size_t len)
 	return len >= 2 && p[0] == GZIP_ID1 && p[1] == GZIP_ID2;
 }
 
-/* buf grown to hold at least `need` bytes (doubling); 0 or -ENOMEM. */
+/* buf grown to hold at least `need` bytes; 0 or -ENOMEM. */
 static int reserve(char **buf, size_t *cap, size_t need)
 {
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : READ_CHUNK;
-	while (c < need)
-		c = c > SIZE_MAX / 2 ? need : 2 * c;
-	char *grown = realloc(*buf, c);
-	if (!grown)
-		return -ENOMEM;
-	*buf = grown;
-	*cap = c;
-	return 0;
+	return tb_grow((void **)buf, cap, need, READ_CHUNK);
 }
 
 /* One inflate pass over every member; 0 or a negative errno. */

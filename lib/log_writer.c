@@ -19,6 +19,7 @@
 
 #include "tailbus/codec.h"
 #include "tailbus/report.h"
+#include "tailbus/grow.h"
 
 #define NUM_BUF 64
 /* "Tag=" + tag + three numeric fields with separators + newline + NUL */
@@ -155,14 +156,7 @@ int tb_log_writer_open(tb_log_writer *w, FILE *f, const char *comment, double st
 /* Grow a buffer to at least `need` bytes. */
 static int reserve(void **buf, size_t *cap, size_t need)
 {
-	if (*cap >= need)
-		return 0;
-	void *p = realloc(*buf, need);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = need;
-	return 0;
+	return tb_grow(buf, cap, need, need);
 }
 
 int tb_log_writer_append(tb_log_writer *w, const char *tag, double start_abs_sec,

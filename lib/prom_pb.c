@@ -16,6 +16,7 @@
  * count less the count of the bucket before it (0 before the first).
  */
 #include "tailbus/prom.h"
+#include "tailbus/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -184,17 +185,8 @@ static size_t put_varint(uint8_t *out, uint64_t v)
 static int append_delimited(tb_prom_buf *b, const ProtobufCMessage *msg)
 {
 	size_t size = protobuf_c_message_get_packed_size(msg);
-	size_t need = b->len + VARINT_MAX + size;
-	if (need > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < need)
-			cap *= 2;
-		char *d = realloc(b->data, cap);
-		if (!d)
-			return -ENOMEM;
-		b->data = d;
-		b->cap = cap;
-	}
+	if (tb_grow((void **)&b->data, &b->cap, b->len + VARINT_MAX + size, 4096) < 0)
+		return -ENOMEM;
 	b->len += put_varint((uint8_t *)b->data + b->len, size);
 	b->len += protobuf_c_message_pack(msg, (uint8_t *)b->data + b->len);
 	return 0;

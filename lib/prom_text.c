@@ -6,6 +6,7 @@
  * and \n); tailbus's own names need no escaping, a user's host name might.
  */
 #include "tailbus/prom.h"
+#include "tailbus/grow.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,17 +22,7 @@
 
 static int reserve(tb_prom_buf *b, size_t more)
 {
-	if (b->len + more <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : BUF_INITIAL;
-	while (cap < b->len + more)
-		cap *= 2;
-	char *d = realloc(b->data, cap);
-	if (!d)
-		return -ENOMEM;
-	b->data = d;
-	b->cap = cap;
-	return 0;
+	return tb_grow((void **)&b->data, &b->cap, b->len + more, BUF_INITIAL);
 }
 
 void tb_prom_buf_free(tb_prom_buf *b)
