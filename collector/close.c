@@ -350,6 +350,7 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	uint64_t drops[c->seg.layout.slot_count];
 	/* folds before the ring rows, which show them */
 	uint64_t fresh_drops = take_drops_and_folds(c, half, drops);
+	tb_accounts_take(c, half); /* before the ring rows clear the tallies */
 	uint64_t bus_drops = fresh_drops + k->drops_carried;
 	uint32_t published = 0;
 	k->log.len = k->side.len = 0;
@@ -395,6 +396,10 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 		rc = tb_writer_append_log(c->writer, k->log.p, k->log.len);
 	if (rc == 0)
 		rc = tb_writer_end_interval(c->writer);
+	/* the interval is in the files (or reported lost from them) before
+	 * the accounts say so (accounts.c) */
+	tb_writer_settle(c->writer);
+	tb_accounts_publish(c, k->start_ns);
 	/* the closed half is given back empty (merge_metric emptied every
 	 * series that recorded; this catches any it could not) */
 	uint32_t n = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);

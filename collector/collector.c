@@ -134,6 +134,8 @@ static int alloc_state(tb_collector *c)
 		rc = tb_join_init(&c->join, c->cfg.join_capacity, c->cfg.join_timeout_ns);
 	if (rc == 0)
 		rc = tb_folds_init(c);
+	if (rc == 0 && tb_accounts_init(c) < 0)
+		rc = -ENOMEM;
 	return rc < 0 ? rc : tb_series_pool_init(c);
 }
 
@@ -203,6 +205,9 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	c->clock_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	int64_t now = clock_ns(CLOCK_MONOTONIC) + c->clock_offset_ns;
 	start_intervals(c, now);
+	/* what a killed collector before this one took and never logged:
+	 * before its pid is overwritten and any slot is followed */
+	tb_accounts_adopt(c);
 	tb_writer_config wc = cfg->writer;
 	wc.bus = cfg->bus;
 	/* tb_span and tb_end carry the intended time: everything this collector
@@ -218,6 +223,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	}
 	if ((rc = tb_writer_open(&c->writer, &wc, c->closer.start_ns, why)) < 0)
 		return rc;
+	tb_accounts_report(c);
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	h->collector_pid = getpid();
 	h->collector_interval_ns = cfg->interval_ns;
@@ -519,6 +525,7 @@ void tb_collector_close(tb_collector *c)
 	free(c->fold_value);
 	tb_series_pool_free(c);
 	tb_closer_free(c);
+	tb_accounts_free(c);
 	if (c->join.entries)
 		tb_join_free(&c->join);
 	if (c->seg.base) {

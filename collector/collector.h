@@ -203,6 +203,11 @@ typedef struct tb_slot_follow {
 	uint32_t stuck_state;   /* ... in this state word */
 	int64_t partial_after_ns; /* monotonic: a whole-batch pass reads it short again from then */
 	tb_ring_tally tally[2];
+	/* Ring entries taken whose outcome is counted in each half (the
+	 * interval their event completed in, or the one they were late, bad or
+	 * unmatched in): written by the holder, taken by the closer when the
+	 * half closes (accounts.c). */
+	uint32_t into[2];
 	char reason[96];        /* why it was quarantined */
 	/* Assignment (the run loop writes `want`; the drain threads hand the
 	 * slot over through `holder`, see drain.c), and the run loop's request
@@ -363,6 +368,21 @@ typedef struct tb_collector {
 		int64_t *start_ns;   /* ... and each record's interval start */
 		uint64_t head, floor;
 	} publisher;
+	/* What was taken against what reached the log, mirrored into the
+	 * segment's slots (accounts.c). Under slot_lock. */
+	struct tb_accounts {
+		uint32_t *head;            /* per slot: tb_slot.logged_head */
+		uint64_t *folds_taken;     /* ... tb_slot.folds_taken */
+		uint64_t *folds_logged;    /* ... tb_slot.folds_logged */
+		uint32_t *pend_ring;       /* the closing interval's, until published */
+		uint64_t *pend_folds;
+		int64_t logged_start_ns;   /* tb_seg_header.logged_start_ns */
+		/* what the collector before this one had taken and not logged */
+		bool inherited;            /* it was killed while keeping accounts */
+		int32_t dead_pid;
+		int64_t dead_from_ns;      /* the first interval it had not logged */
+		uint64_t lost_ring, lost_folds;
+	} accounts;
 	/* published with release: the last interval whose halves are empty again */
 	alignas(64) int64_t freed_start_ns;
 	alignas(64) int64_t next_housekeep_ns, next_rebalance_ns;
@@ -422,6 +442,30 @@ static inline void tb_drainer_poke(tb_collector *c, uint32_t d)
 	if (d < c->ndrainers)
 		__atomic_store_n(&c->drainers[d].attention, 1, __ATOMIC_RELEASE);
 }
+
+/* accounts.c: the ring entries and fold lane events taken against those
+ * in written intervals, kept in the segment so that a restarted collector
+ * counts exactly what a killed one took and never logged. */
+int tb_accounts_init(tb_collector *c);
+void tb_accounts_free(tb_collector *c);
+/* At open, before any slot is followed: the collector before this one's
+ * accounts, read (what it lost, if it was killed) and started afresh. */
+void tb_accounts_adopt(tb_collector *c);
+/* Once the writer is open: what tb_accounts_adopt found lost, on stderr,
+ * as a '#' line in the log and a sidecar row. */
+void tb_accounts_report(tb_collector *c);
+/* The closer, for the interval of half `half` it closes (before its ring
+ * rows): what each ring gave it. */
+void tb_accounts_take(tb_collector *c, int half);
+/* The closer, once that interval's writes completed: it is logged. */
+void tb_accounts_publish(tb_collector *c, int64_t start_ns);
+/* Under slot_lock: `n` fold lane events of slot i were taken. */
+void tb_accounts_folds_taken(tb_collector *c, uint32_t i, uint64_t n);
+/* Under slot_lock: ring i's indexes were set to `index` (a reset, or the
+ * consumer index moved to read as full) without taking what lay between. */
+void tb_accounts_moved(tb_collector *c, uint32_t i, uint32_t index);
+/* After a truncation: the accounts written back from the collector's copy. */
+void tb_accounts_restore(tb_collector *c);
 
 /* slots.c */
 void tb_slots_quarantine(tb_collector *c, uint32_t i, const char *reason);

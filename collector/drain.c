@@ -117,9 +117,13 @@ static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latenc
 	int half = d->cur;
 	bool ahead = false;
 	if (completion >= d->interval_start_ns + c->cfg.interval_ns) {
-		if (TB_LIKELY(next_free(d)))
+		if (TB_LIKELY(next_free(d))) {
 			half ^= 1;
-		else
+			/* the entry is accounted for by the next interval
+			 * (drain_slot counts every entry into the current one) */
+			c->slots[slot].into[d->cur]--;
+			c->slots[slot].into[half]++;
+		} else
 			ahead = true;
 	} else if (TB_UNLIKELY(completion < d->late_before_ns)) {
 		half = d->open_half;
@@ -436,6 +440,7 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 		evict_lines(c->evict, events, mask, f->cons, cons);
 	f->cons = cons;
 	tally->events += n;
+	f->into[d->cur] += n;
 	__atomic_store_n(&f->taken_total, f->taken_total + n, __ATOMIC_RELAXED);
 	/* release: our reads of the slots happen before the producer may reuse them */
 	__atomic_store_n(&ring->c_head, cons, __ATOMIC_RELEASE);
@@ -464,8 +469,10 @@ static void release_slot(tb_drainer *d, uint32_t i)
 	/* the next owner starts from a ring in order: indices where reading
 	 * stopped (or 0 if it is corrupt), hint with them, and every slot
 	 * marked not written, whatever the last owner left in them */
-	tb_seg_ring_reset(&c->seg, i, f->followed && !f->quarantined ? f->cons : 0);
+	uint32_t at = f->followed && !f->quarantined ? f->cons : 0;
+	tb_seg_ring_reset(&c->seg, i, at);
 	pthread_mutex_lock(&c->slot_lock);
+	tb_accounts_moved(c, i, at);
 	/* its fold lanes, once what its owner folded is taken (not from a
 	 * quarantined ring, as nothing else is) */
 	tb_folds_take_slot(c, i, d->open_half, true, d->counts[d->open_half], d->fold_grew,

@@ -268,6 +268,15 @@ int tb_writer_poll(tb_writer *w)
 	return tb_writer_error(w, NULL);
 }
 
+int tb_writer_settle(tb_writer *w)
+{
+	if (w->uring)
+		wr_uring_settle(w);
+	else
+		wr_thread_settle(w);
+	return tb_writer_error(w, NULL);
+}
+
 int tb_writer_flush(tb_writer *w)
 {
 	if (w->uring)

@@ -62,6 +62,10 @@ int tb_writer_append_sidecar(tb_writer *w, const void *buf, size_t len);
 int tb_writer_end_interval(tb_writer *w);
 /* Reap finished writes without blocking. Returns 0 or the first write error. */
 int tb_writer_poll(tb_writer *w);
+/* Wait until every append queued so far has been written whole or lost
+ * (cut back and reported): its bytes are in the file, or never will be.
+ * No fsync, and fsyncs in flight are not waited for. */
+int tb_writer_settle(tb_writer *w);
 /* Wait for every queued write and fsync both files. */
 int tb_writer_flush(tb_writer *w);
 /* Flush, close, free. */

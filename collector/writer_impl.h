@@ -197,6 +197,7 @@ int wr_uring_reap(tb_writer *w, bool wait);
 int wr_uring_submit(tb_writer *w);
 int wr_uring_progress(tb_writer *w, bool wait);
 int wr_uring_acquire(tb_writer *w, struct wbuf **out);
+int wr_uring_settle(tb_writer *w);
 int wr_uring_flush(tb_writer *w);
 
 /* writer_pwrite.c */
@@ -206,6 +207,7 @@ int wr_thread_acquire(tb_writer *w, struct wbuf **out);
 void wr_thread_enqueue(tb_writer *w, struct job j);
 void wr_thread_fsync(tb_writer *w);
 void wr_thread_kick_preambles(tb_writer *w);
+void wr_thread_settle(tb_writer *w);
 void wr_thread_flush(tb_writer *w);
 
 /* logfiles.c */

@@ -209,6 +209,16 @@ void wr_thread_kick_preambles(tb_writer *w)
 	}
 }
 
+/* Every append queued so far written or lost; the fsyncs queued after
+ * them are not waited for. */
+void wr_thread_settle(tb_writer *w)
+{
+	pthread_mutex_lock(&w->mu);
+	while (w->busy > 0)
+		pthread_cond_wait(&w->done, &w->mu);
+	pthread_mutex_unlock(&w->mu);
+}
+
 void wr_thread_flush(tb_writer *w)
 {
 	wr_thread_kick_preambles(w);

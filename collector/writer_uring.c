@@ -278,6 +278,18 @@ static int uring_drain(tb_writer *w)
 	return 0;
 }
 
+/* Every append queued so far written or lost; fsyncs in flight are not
+ * waited for. */
+int wr_uring_settle(tb_writer *w)
+{
+	while (w->busy > 0 || uring_writing(w)) {
+		int rc = wr_uring_progress(w, true);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int wr_uring_flush(tb_writer *w)
 {
 	for (int i = 0; i < FILE_COUNT; i++) /* a preamble still due: one more try */
