@@ -11,43 +11,56 @@
  *
  * The accounts, per slot (tb_slot, the collector's fields):
  * - logged_head: a ring index such that c_head - logged_head is the number
- *   of entries taken from the ring whose interval has not been written;
+ *   of entries taken from the ring whose interval is not known written;
  * - folds_taken, folds_logged: fold lane events taken, and of them those
- *   whose interval has been written.
+ *   whose interval is known written;
+ * - logged_head_next, folds_logged_next: the same once the interval being
+ *   written (the header's pending_start_ns) is.
  *
  * The protocol. The holder of a ring counts every entry it takes into the
  * half of the interval that accounts for it (tb_slot_follow.into: the
  * interval the event was recorded, late, bad or unmatched in). When the
- * closer closes an interval, it takes each ring's count of that half
- * (tb_accounts_take) together with the folds the half holds; it writes the
- * interval's log lines and sidecar rows, waits until the writer has
- * written them whole or lost them (tb_writer_settle), and only then adds
- * the counts to the accounts (tb_accounts_publish) and stores the
- * interval's start as `logged_start_ns`. So at any moment
- *   c_head - logged_head = what the halves of the unwritten intervals hold
- *                          (and what the closer is writing).
- * A restarted collector whose predecessor did not stop cleanly (the header
- * still names its pid) reports the sum over the slots of c_head -
- * logged_head and folds_taken - folds_logged as lost, and starts the
- * accounts afresh.
+ * closer closes an interval S it takes each ring's count of that half and
+ * the folds the half holds (tb_accounts_take). Before it queues S's lines
+ * it stores the *_next fields, then pending_start_ns = S and whether S has
+ * log lines (tb_accounts_writing). Once the writer has written them whole
+ * or lost them (tb_writer_settle), it copies *_next into the accounts,
+ * stores logged_start_ns = S and clears pending_start_ns
+ * (tb_accounts_publish).
  *
- * The bound. The count is exact but for two windows of a few microseconds
- * each: a kill between a write's completion and the publication after it
- * counts that interval both logged and lost; a kill while the closer is
- * taking a slot's lanes, between the lanes' `taken` and folds_taken, loses
- * what it took from them uncounted. An interval the writer lost (a full
- * disk) is reported as lost intervals by the writer, not here. A START or
- * END half waiting in the join table is counted with the interval it was
- * taken in, so a half the killed collector held there is not counted lost.
+ * A collector started after one that did not stop cleanly (the header
+ * still names its pid: a clean stop clears it) takes, per slot, the
+ * accounts before or after S: after when S was published (logged_start_ns
+ * = S), or when S had log lines and the newest log of the bus ends with a
+ * line of S (the write completed but the kill came before the
+ * publication); before otherwise. It reports the sum over the slots of
+ * c_head - logged_head and folds_taken - folds_logged as lost, and starts
+ * the accounts afresh. So the count is exact, but for a kill while the
+ * closer is taking a slot's lanes, between the lanes' `taken` and
+ * folds_taken (a few microseconds a close), which loses what it took from
+ * them uncounted. An interval the writer lost (a full disk) is reported
+ * as lost intervals by the writer, not here. A START or END half waiting
+ * in the join table is counted with the interval it was taken in, so a
+ * half the killed collector held there is not counted lost.
  *
  * Invariant, per slot, under slot_lock: head + into[0] + into[1] +
  * pend_ring == our consumer index (tb_accounts_moved keeps it when a
  * ring's indexes are set without reading what lay between).
  */
+#include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collector.h"
+
+/* How much of the newest log's end is read for its last line, and of its
+ * start for BaseTime. */
+#define TAIL_MAX (1u << 20)
+#define HEAD_MAX 8192
 
 static tb_seg_header *header(tb_collector *c)
 {
@@ -78,14 +91,79 @@ void tb_accounts_free(tb_collector *c)
 	free(a->pend_folds);
 }
 
-/* Slot i's accounts, from the collector's copy into the segment. */
+/* Slot i's accounts, from the collector's copy into the segment: what
+ * is known written, and what will be once the pending interval is. */
 static void store_slot(tb_collector *c, uint32_t i)
 {
 	struct tb_accounts *a = &c->accounts;
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	__atomic_store_n(&s->logged_head, a->head[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&s->logged_head_next, a->head[i] + a->pend_ring[i], __ATOMIC_RELAXED);
 	__atomic_store_n(&s->folds_taken, a->folds_taken[i], __ATOMIC_RELAXED);
 	__atomic_store_n(&s->folds_logged, a->folds_logged[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&s->folds_logged_next, a->folds_logged[i] + a->pend_folds[i], __ATOMIC_RELAXED);
+}
+
+/* BaseTime of the log whose first bytes are `p`, or NAN. */
+static double base_time(const char *p)
+{
+	const char *b = strstr(p, "#[BaseTime: ");
+	return b ? strtod(b + strlen("#[BaseTime: "), NULL) : NAN;
+}
+
+/* Whether the last whole data line of `buf` (n bytes, NUL after) starts
+ * at `start` seconds, BaseTime `base` added. */
+static bool last_line_at(char *buf, size_t n, double base, double start)
+{
+	while (n > 0 && buf[n - 1] != '\n') /* a line cut short: not whole */
+		n--;
+	while (n > 0) {
+		buf[--n] = '\0';
+		char *line = strrchr(buf, '\n');
+		line = line ? line + 1 : buf;
+		n = (size_t)(line - buf);
+		if (*line == '#' || *line == '"' || *line == '\0')
+			continue;
+		if (strncmp(line, "Tag=", 4) == 0) {
+			line = strchr(line, ',');
+			if (!line)
+				return false;
+			line++;
+		}
+		return fabs(base + strtod(line, NULL) - start) < 0.0005;
+	}
+	return false;
+}
+
+/* Whether the newest log of the bus ends with a line of interval
+ * `start_ns`: the write of the interval a killed collector was writing
+ * completed. */
+static bool newest_log_ends_with(tb_collector *c, int64_t start_ns)
+{
+	char path[4096];
+	if (!c->cfg.writer.dir ||
+	    tb_writer_newest_log(c->cfg.writer.dir, c->cfg.bus, path, sizeof(path)) < 0)
+		return false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	char *buf = malloc(TAIL_MAX + 1);
+	bool at = false;
+	ssize_t got;
+	if (buf && fstat(fd, &st) == 0 && (got = pread(fd, buf, HEAD_MAX, 0)) > 0) {
+		buf[got] = '\0';
+		double base = base_time(buf);
+		off_t from = st.st_size > (off_t)TAIL_MAX ? st.st_size - (off_t)TAIL_MAX : 0;
+		got = pread(fd, buf, TAIL_MAX, from);
+		if (got > 0 && !isnan(base)) {
+			buf[got] = '\0';
+			at = last_line_at(buf, (size_t)got, base, (double)start_ns / 1e9);
+		}
+	}
+	free(buf);
+	close(fd);
+	return at;
 }
 
 void tb_accounts_adopt(tb_collector *c)
@@ -97,31 +175,40 @@ void tb_accounts_adopt(tb_collector *c)
 	int32_t pid = __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
 	a->inherited = __atomic_load_n(&h->collector_accounts, __ATOMIC_ACQUIRE) && pid != 0;
 	a->dead_pid = pid;
+	int64_t pending = __atomic_load_n(&h->pending_start_ns, __ATOMIC_ACQUIRE);
 	a->logged_start_ns = __atomic_load_n(&h->logged_start_ns, __ATOMIC_ACQUIRE);
+	bool after = a->inherited && pending &&
+		     (pending == a->logged_start_ns ||
+		      (__atomic_load_n(&h->pending_lines, __ATOMIC_RELAXED) &&
+		       newest_log_ends_with(c, pending)));
+	if (after)
+		a->logged_start_ns = pending;
 	a->dead_from_ns = a->logged_start_ns ? a->logged_start_ns + h->collector_interval_ns : 0;
 	int64_t ring = 0, folds = 0;
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot *s = tb_seg_slot(&c->seg, i);
 		uint32_t head = __atomic_load_n(&tb_seg_ring(&c->seg, i)->c_head, __ATOMIC_ACQUIRE);
+		uint32_t logged = __atomic_load_n(after ? &s->logged_head_next : &s->logged_head,
+						  __ATOMIC_RELAXED);
 		uint64_t taken = __atomic_load_n(&s->folds_taken, __ATOMIC_RELAXED);
+		uint64_t folds_logged = __atomic_load_n(after ? &s->folds_logged_next : &s->folds_logged,
+							__ATOMIC_RELAXED);
 		/* signed: a matched START/END pair may account for its other
 		 * half on the ring of the half that completed it */
-		ring += (int32_t)(head - __atomic_load_n(&s->logged_head, __ATOMIC_RELAXED));
-		folds += (int64_t)(taken - __atomic_load_n(&s->folds_logged, __ATOMIC_RELAXED));
+		ring += (int32_t)(head - logged);
+		folds += (int64_t)(taken - folds_logged);
 		a->head[i] = head;
 		a->folds_taken[i] = a->folds_logged[i] = taken;
-		store_slot(c, i);
 	}
 	a->lost_ring = a->inherited && ring > 0 ? (uint64_t)ring : 0;
 	a->lost_folds = a->inherited && folds > 0 ? (uint64_t)folds : 0;
-	__atomic_store_n(&h->collector_accounts, 1, __ATOMIC_RELEASE);
 }
 
-void tb_accounts_report(tb_collector *c)
+/* What the collector before this one lost, on stderr, in the log and the
+ * sidecar. */
+static void report(tb_collector *c)
 {
 	struct tb_accounts *a = &c->accounts;
-	if (!a->inherited)
-		return;
 	unsigned long long lost = a->lost_ring + a->lost_folds, folds = a->lost_folds;
 	double from = (double)(a->dead_from_ns ? a->dead_from_ns : c->closer.start_ns) / 1e9;
 	fprintf(stderr,
@@ -141,6 +228,13 @@ void tb_accounts_report(tb_collector *c)
 		tb_writer_append_sidecar(c->writer, line, (size_t)n);
 }
 
+void tb_accounts_start(tb_collector *c)
+{
+	if (c->accounts.inherited)
+		report(c);
+	tb_accounts_restore(c);
+}
+
 void tb_accounts_take(tb_collector *c, int half)
 {
 	struct tb_accounts *a = &c->accounts;
@@ -154,9 +248,24 @@ void tb_accounts_take(tb_collector *c, int half)
 	pthread_mutex_unlock(&c->slot_lock);
 }
 
+void tb_accounts_writing(tb_collector *c, int64_t start_ns, bool lines)
+{
+	struct tb_accounts *a = &c->accounts;
+	tb_seg_header *h = header(c);
+	pthread_mutex_lock(&c->slot_lock);
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
+		if (a->pend_ring[i] || a->pend_folds[i])
+			store_slot(c, i);
+	pthread_mutex_unlock(&c->slot_lock);
+	__atomic_store_n(&h->pending_lines, lines, __ATOMIC_RELAXED);
+	/* release: the *_next fields before the interval they belong to */
+	__atomic_store_n(&h->pending_start_ns, start_ns, __ATOMIC_RELEASE);
+}
+
 void tb_accounts_publish(tb_collector *c, int64_t start_ns)
 {
 	struct tb_accounts *a = &c->accounts;
+	tb_seg_header *h = header(c);
 	pthread_mutex_lock(&c->slot_lock);
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		if (!a->pend_ring[i] && !a->pend_folds[i])
@@ -169,7 +278,8 @@ void tb_accounts_publish(tb_collector *c, int64_t start_ns)
 	}
 	pthread_mutex_unlock(&c->slot_lock);
 	a->logged_start_ns = start_ns;
-	__atomic_store_n(&header(c)->logged_start_ns, start_ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->logged_start_ns, start_ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->pending_start_ns, 0, __ATOMIC_RELEASE);
 }
 
 void tb_accounts_folds_taken(tb_collector *c, uint32_t i, uint64_t n)
@@ -195,5 +305,6 @@ void tb_accounts_restore(tb_collector *c)
 		store_slot(c, i);
 	pthread_mutex_unlock(&c->slot_lock);
 	__atomic_store_n(&h->logged_start_ns, c->accounts.logged_start_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->pending_start_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->collector_accounts, 1, __ATOMIC_RELEASE);
 }

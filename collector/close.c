@@ -390,6 +390,7 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	/* this close's drops, shown with no metric: with the next close's, once */
 	k->drops_carried = published ? 0 : fresh_drops;
 	k->gap_carried = published ? 0 : gap_ns;
+	tb_accounts_writing(c, k->start_ns, rc == 0 && k->log.len > 0);
 	if (rc == 0 && k->side.len)
 		rc = tb_writer_append_sidecar(c->writer, k->side.p, k->side.len);
 	if (rc == 0 && k->log.len)

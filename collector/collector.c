@@ -223,7 +223,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	}
 	if ((rc = tb_writer_open(&c->writer, &wc, c->closer.start_ns, why)) < 0)
 		return rc;
-	tb_accounts_report(c);
+	tb_accounts_start(c);
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	h->collector_pid = getpid();
 	h->collector_interval_ns = cfg->interval_ns;

@@ -449,14 +449,19 @@ static inline void tb_drainer_poke(tb_collector *c, uint32_t d)
 int tb_accounts_init(tb_collector *c);
 void tb_accounts_free(tb_collector *c);
 /* At open, before any slot is followed: the collector before this one's
- * accounts, read (what it lost, if it was killed) and started afresh. */
+ * accounts read (what it lost, if it was killed), nothing written yet. */
 void tb_accounts_adopt(tb_collector *c);
 /* Once the writer is open: what tb_accounts_adopt found lost, on stderr,
- * as a '#' line in the log and a sidecar row. */
-void tb_accounts_report(tb_collector *c);
+ * as a '#' line in the log and a sidecar row; then this collector's
+ * accounts are stored, afresh. Until then a start that fails leaves the
+ * dead collector's accounts for the next one to report. */
+void tb_accounts_start(tb_collector *c);
 /* The closer, for the interval of half `half` it closes (before its ring
  * rows): what each ring gave it. */
 void tb_accounts_take(tb_collector *c, int half);
+/* The closer, before it queues the lines of interval `start_ns` (`lines`:
+ * it has log lines): what the accounts will be once they are written. */
+void tb_accounts_writing(tb_collector *c, int64_t start_ns, bool lines);
 /* The closer, once that interval's writes completed: it is logged. */
 void tb_accounts_publish(tb_collector *c, int64_t start_ns);
 /* Under slot_lock: `n` fold lane events of slot i were taken. */
@@ -464,7 +469,8 @@ void tb_accounts_folds_taken(tb_collector *c, uint32_t i, uint64_t n);
 /* Under slot_lock: ring i's indexes were set to `index` (a reset, or the
  * consumer index moved to read as full) without taking what lay between. */
 void tb_accounts_moved(tb_collector *c, uint32_t i, uint32_t index);
-/* After a truncation: the accounts written back from the collector's copy. */
+/* The accounts written into the segment from the collector's copy (after
+ * a truncation, and when the collector starts). */
 void tb_accounts_restore(tb_collector *c);
 
 /* slots.c */

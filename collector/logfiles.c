@@ -1,7 +1,8 @@
 /* logfiles.c - the log files' names and their place on disk: creating the
  * log directory, the next <dir>/<bus>.<UTC start>[-N].hlog and its
- * .health.csv sidecar, when rotation is due, and retention (the newest
- * `keep_files` logs of this bus kept, with their sidecars).
+ * .health.csv sidecar, when rotation is due, retention (the newest
+ * `keep_files` logs of this bus kept, with their sidecars), and which of
+ * them is the newest.
  *
  * Invariants: a pair is created new (O_EXCL), never reused; retention only
  * ever removes files whose names parse as this bus's logs, and never the
@@ -211,6 +212,27 @@ static int list_logs(DIR *d, const char *bus, struct log_name **out, size_t *cou
 	*out = v;
 	*count = n;
 	return 0;
+}
+
+int tb_writer_newest_log(const char *dir, const char *bus, char *path, size_t cap)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct log_name *v = NULL;
+	size_t n = 0;
+	int rc = list_logs(d, bus, &v, &n);
+	closedir(d);
+	if (rc < 0)
+		return rc;
+	if (n == 0) {
+		free(v);
+		return -ENOENT;
+	}
+	qsort(v, n, sizeof(*v), older_first);
+	rc = snprintf(path, cap, "%s/%s", dir, v[n - 1].name) < (int)cap ? 0 : -ENAMETOOLONG;
+	free(v);
+	return rc;
 }
 
 /* Keep the newest keep_files logs of this bus, the current one always. */

@@ -77,6 +77,12 @@ int tb_writer_close(tb_writer *w);
  * same one. */
 int tb_writer_error(const tb_writer *w, const char **why);
 
+/* The path of the newest log file of `bus` in `dir` (by the start in its
+ * name, then its suffix) into path: 0, or -ENOENT when there is none, or
+ * another negative errno. Before tb_writer_open it names the file the
+ * bus's last writer wrote. */
+int tb_writer_newest_log(const char *dir, const char *bus, char *path, size_t cap);
+
 /* What the writer did, for the collector's own health output. buffer_waits
  * counts appends that found every buffer in flight, i.e. that made the drain
  * loop wait on the disk (however briefly). */

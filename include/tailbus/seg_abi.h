@@ -156,14 +156,16 @@ typedef struct tb_slot {
 	 * header's `collector_accounts` is set): the ring index up to which
 	 * what it took (c_head) reached a written interval, counted in ring
 	 * entries, so that c_head - logged_head is what was taken and not yet
-	 * logged; and the fold lane events it took and of them those that
-	 * reached a written interval. A restarted collector reports the
-	 * differences as lost (docs/design.md, Restart and failure behaviour). */
+	 * logged; the fold lane events it took and of them those that reached
+	 * a written interval; and what logged_head and folds_logged become
+	 * once the interval being written (the header's pending_start_ns) is
+	 * in the log. A restarted collector reports the differences as lost
+	 * (docs/design.md, Restart and failure behaviour). */
 	uint32_t logged_head;
-	uint32_t reserved1;
+	uint32_t logged_head_next;
 	uint64_t folds_taken;
 	uint64_t folds_logged;
-	uint8_t reserved[8];
+	uint64_t folds_logged_next;
 } tb_slot;
 TB_STATIC_ASSERT(sizeof(tb_slot) == 2 * TB_CACHELINE, "slot is two cache lines");
 
@@ -306,6 +308,10 @@ typedef struct tb_seg_header {
 	 * accounts are kept (0 on a segment no 4.1 collector has served) */
 	int64_t logged_start_ns;
 	uint32_t collector_accounts;
+	uint32_t pending_lines; /* the interval being written has log lines */
+	/* ABI 4.1: the start of the interval the collector is writing, whose
+	 * accounts are the slots' *_next fields (0: none) */
+	alignas(TB_CACHELINE) int64_t pending_start_ns;
 } tb_seg_header;
 TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
 
@@ -320,7 +326,7 @@ enum tb_collector_state {
 /* Twenty of the collector's 100 ms heartbeats. */
 #define TB_COLLECTOR_SILENT_NS INT64_C(2000000000)
 
-TB_STATIC_ASSERT(offsetof(tb_seg_header, collector_accounts) < offsetof(tb_seg_header, collector_heartbeat_ns) + TB_CACHELINE,
+TB_STATIC_ASSERT(offsetof(tb_seg_header, pending_lines) < offsetof(tb_seg_header, collector_heartbeat_ns) + TB_CACHELINE,
 		 "the collector's fields share one line");
 TB_STATIC_ASSERT(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 0,
 		 "collector fields on their own line");
