@@ -47,6 +47,7 @@
  * pend_ring == our consumer index (tb_accounts_moved keeps it when a
  * ring's indexes are set without reading what lay between).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -77,7 +78,7 @@ int tb_accounts_init(tb_collector *c)
 	a->folds_logged = calloc(n, sizeof(*a->folds_logged));
 	a->pend_folds = calloc(n, sizeof(*a->pend_folds));
 	if (!a->head || !a->pend_ring || !a->folds_taken || !a->folds_logged || !a->pend_folds)
-		return -1;
+		return -ENOMEM;
 	return 0;
 }
 

@@ -134,8 +134,8 @@ static int alloc_state(tb_collector *c)
 		rc = tb_join_init(&c->join, c->cfg.join_capacity, c->cfg.join_timeout_ns);
 	if (rc == 0)
 		rc = tb_folds_init(c);
-	if (rc == 0 && tb_accounts_init(c) < 0)
-		rc = -ENOMEM;
+	if (rc == 0)
+		rc = tb_accounts_init(c);
 	return rc < 0 ? rc : tb_series_pool_init(c);
 }
 

@@ -7,10 +7,13 @@
  *   [fold lanes of slot 0][fold lanes of slot 1]...
  *
  * - header: magic (published last), ABI version, sizes and offsets, clock,
- *   creator and collector identity, the collector's heartbeat.
+ *   creator and collector identity, the collector's heartbeat, and (ABI
+ *   4.1) the intervals its accounts have logged and are writing.
  * - slot table: one slot per producer ring (one engine thread): its state,
  *   owner (pid + process start time, so a reused pid is not mistaken for the
- *   owner), thread name, and the counters only its producer writes (drops).
+ *   owner), thread name, the counters only its producer writes (drops),
+ *   and (ABI 4.1) the collector's accounts of what it took from the ring
+ *   and lanes against what reached the log.
  * - metric table: open-addressed by name hash; the index is the 14-bit
  *   metric id carried in every event.
  * - live area: per metric, the last `live_intervals` published intervals
