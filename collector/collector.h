@@ -379,6 +379,7 @@ typedef struct tb_collector {
 		int64_t logged_start_ns;   /* tb_seg_header.logged_start_ns */
 		/* what the collector before this one had taken and not logged */
 		bool inherited;            /* it was killed while keeping accounts */
+		bool resumed;              /* this one starts where its log stops */
 		int32_t dead_pid;
 		int64_t dead_from_ns;      /* the first interval it had not logged */
 		uint64_t lost_ring, lost_folds;
@@ -530,6 +531,10 @@ bool tb_drainer_switch(tb_drainer *d, int64_t now_wall_ns, bool force);
 /* Drain until this thread's rings are empty, or for as many passes as
  * empty full rings twice over. Returns the events taken. */
 uint64_t tb_drainer_drain_all(tb_drainer *d);
+/* Read this thread's rings only as far as their events complete before
+ * `before_wall_ns`, in ring order (a restarted collector catching up with
+ * the intervals its predecessor did not write). Returns the events taken. */
+uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns);
 /* What a drain thread checks of its rings at housekeeping (their headers). */
 void tb_drainer_housekeep(tb_drainer *d, int64_t now_mono_ns);
 /* At stop: every parked START/END half is reported unmatched. */
@@ -552,6 +557,8 @@ typedef struct tb_publish_summary {
 } tb_publish_summary;
 int tb_publish_init(tb_collector *c);
 void tb_publish_free(tb_collector *c);
+/* The start of the newest interval in the live area (0: none). */
+int64_t tb_publish_newest_start(const tb_collector *c);
 /* Publish closer.merged, the interval `s` of metric m, with its frame (at
  * most TB_LIVE_FRAME_MAX bytes). */
 void tb_publish_interval(tb_collector *c, uint16_t m, const tb_publish_summary *s,

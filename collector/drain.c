@@ -631,6 +631,54 @@ uint64_t tb_drainer_drain_all(tb_drainer *d)
 	return total;
 }
 
+/* How many of ring i's events from our index are written, in order, and
+ * complete before `before` (monotonic ns), at most `most`; a START half,
+ * which completes nothing itself, goes with the events around it. */
+static uint32_t complete_before(const tb_collector *c, uint32_t i, int64_t before, uint32_t most)
+{
+	const tb_event *events = tb_seg_events(&c->seg, i);
+	uint32_t mask = c->seg.layout.ring_capacity - 1, cons = c->slots[i].cons, n = 0;
+	unsigned log2 = tb_seg_ring_log2(&c->seg);
+	for (; n < most; n++) {
+		const tb_event *ev = &events[(cons + n) & mask];
+		uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
+		if ((w0 & TB_LAP_BIT) != tb_lap_bit(cons + n, log2))
+			break;
+		int64_t at = (int64_t)__atomic_load_n(&ev->w1, __ATOMIC_RELAXED), latency;
+		switch ((unsigned)(w0 & TB_KIND_MASK)) {
+		case TB_EV_SPAN:
+			latency = (int64_t)w0 >> TB_FIELD_SHIFT;
+			at = add_sat(at, latency > 0 ? latency : 0);
+			break;
+		case TB_EV_END:
+			break;
+		default:
+			continue;
+		}
+		if (at >= before)
+			break;
+	}
+	return n;
+}
+
+uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns)
+{
+	tb_collector *c = d->c;
+	int64_t before = add_sat(before_wall_ns, -c->clock_offset_ns);
+	uint64_t total = 0;
+	for (uint32_t k = 0; k < d->nmine; k++) {
+		uint32_t i = d->mine[k], n, got;
+		if (!readable(d, i))
+			continue;
+		do {
+			n = complete_before(c, i, before, TB_COLLECTOR_BATCH);
+			got = n ? drain_slot(d, i, n, mono_now(), false) : 0;
+			total += got;
+		} while (n && got == n);
+	}
+	return total;
+}
+
 static void expired(void *ctx, uint16_t metric, bool was_start)
 {
 	tb_drainer *d = ctx;
