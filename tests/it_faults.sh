@@ -310,14 +310,16 @@ PY
 check "a slot-table storm: every slot comes back within a bounded time, each reclaim reported" slot_storm
 
 # Twenty SIGKILLs of tailbusd, each followed by a new one, while two
-# producer processes record 30k events/s each: every event a producer wrote
-# is either in a log or in a later collector's `collector-lost` sidecar row,
+# producer processes record 30k events/s each into rings small enough to
+# fold while no collector runs: every event a producer wrote or folded is
+# either in a log or in a later collector's `collector-lost` sidecar row,
 # exactly (logged + lost == written + folded), each kill is reported once,
 # no interval of a tag is written twice across the logs, and what waited in
 # the rings during a restart is not counted late.
 kill_campaign() {
 	local bus=kill k
-	start_collector $bus --interval 100ms || return 1
+	# rings of 1024 events fill while no collector runs: SPANs fold
+	start_collector $bus --interval 100ms --ring-events 1024 || return 1
 	emit $bus --name pa --prefix pa --count 240000 --rate 30000 >"$tmp/$bus/pa.out" &
 	local a=$!
 	pids+=("$a")
@@ -341,10 +343,11 @@ kill_campaign() {
 	python3 - "$tmp/$bus/r.json" "$tmp/$bus/pa.out" "$tmp/$bus/pb.out" "$tmp/$bus"/log/*.hlog <<'PY'
 import csv, glob, json, os, sys
 logged = sum(t["count"] for t in json.load(open(sys.argv[1]))["tags"])
-sent = 0
+sent = folded = 0
 for out in sys.argv[2:4]:
     att, wr, dr, fo = map(int, open(out).read().split()[:4])
     sent += wr + fo
+    folded += fo
 lost = rows = late = 0
 for path in glob.glob(os.path.join(os.path.dirname(sys.argv[4]), "*.health.csv")):
     for row in csv.reader(l for l in open(path) if not l.startswith("#")):
@@ -374,7 +377,8 @@ for path in sys.argv[4:]:
         if key in seen:
             sys.exit("  interval %s of %s written twice" % (key[1], tag))
         seen.add(key)
-print("  logged %d + lost %d == written + folded %d; %d late" % (logged, lost, sent, late))
+print("  logged %d + lost %d == written + folded %d (%d folded); %d late"
+      % (logged, lost, sent, folded, late))
 PY
 }
 check "20 collector SIGKILLs under 2 producers: logged + reported lost == written + folded" kill_campaign
