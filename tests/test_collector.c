@@ -1229,6 +1229,61 @@ static void reopen(struct fixture *f)
 	f->opened = true;
 }
 
+/* What the segment's accounts say ring `slot` has taken and not logged. */
+static uint32_t unlogged(struct fixture *f, uint32_t slot)
+{
+	return tb_seg_ring(&f->c.seg, slot)->c_head - tb_seg_slot(&f->c.seg, slot)->logged_head;
+}
+
+/* The accounts (accounts.c) follow every entry taken: what the open halves
+ * hold until their interval is written, nothing after; a collector that
+ * finds the last one killed (its pid still in the header) counts what it
+ * held as lost and says so in its sidecar, once. */
+static void a_killed_collectors_unlogged_events_are_counted_lost(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t slot = (uint32_t)f->p->slot;
+	int64_t len = f->c.cfg.interval_ns;
+	spans(f, 0, 100, at(f, len / 2), 1000);
+	spans(f, 1, 20, at(f, len + len / 2), 1000); /* the next interval's */
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(unlogged(f, slot), 120);
+	int64_t closing = f->c.closer.start_ns;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	const tb_seg_header *h = (const tb_seg_header *)f->c.seg.base;
+	assert_int_equal(unlogged(f, slot), 20);
+	assert_int_equal(h->logged_start_ns, closing);
+	assert_int_equal(h->pending_start_ns, 0);
+	assert_int_equal(h->collector_accounts, 1);
+	spans(f, 2, 50, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(unlogged(f, slot), 70);
+
+	/* "killed": gone without closing its intervals, its pid left behind
+	 * (tb_collector_close clears it, as a clean stop does) */
+	tb_collector_config cfg = f->c.cfg;
+	cfg.fresh = false;
+	tb_collector_close(&f->c);
+	f->opened = false;
+	tb_seg s;
+	assert_int_equal(tb_seg_open(&s, f->seg_dir, BUS, &cfg.seg, 0, NULL), 0);
+	((tb_seg_header *)s.base)->collector_pid = 99999;
+	tb_seg_close(&s);
+	const char *why = NULL;
+	assert_int_equal(tb_collector_open(&f->c, &cfg, &why), 0);
+	f->opened = true;
+	assert_true(f->c.accounts.inherited);
+	assert_int_equal(f->c.accounts.lost_ring, 70);
+	assert_int_equal(f->c.accounts.dead_from_ns, closing + len);
+	assert_int_equal(unlogged(f, slot), 0);
+	assert_int_equal(sidecar_sum(f, closing + len, "collector-lost", "collector:99999", 3), 70);
+
+	/* stopped cleanly after that: nothing more to report */
+	reopen(f);
+	assert_false(f->c.accounts.inherited);
+	assert_int_equal(f->c.accounts.lost_ring, 0);
+}
+
 /* Intervals k = 1..n of metric 0, with k events each. */
 static void publish_counts(struct fixture *f, int n)
 {
@@ -1494,6 +1549,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(drained_during_close_count_in_the_next_interval, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(late_outside_a_close_stays_in_the_current_half, setup,
 						teardown),
