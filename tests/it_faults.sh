@@ -340,7 +340,7 @@ kill_campaign() {
 	said=$(grep -c "^tailbusd: the collector before this one (pid [0-9]*) was killed" "$tmp/$bus/tailbusd.out" || true)
 	[[ $said -eq 20 ]] || { echo "  $said kills reported on stderr"; return 1; }
 	"$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format json >"$tmp/$bus/r.json" || return 1
-	python3 - "$tmp/$bus/r.json" "$tmp/$bus/pa.out" "$tmp/$bus/pb.out" "$tmp/$bus"/log/*.hlog <<'PY'
+	python3 - "$tmp/$bus/r.json" "$tmp/$bus/pa.out" "$tmp/$bus/pb.out" "$tmp/$bus"/log/*.hlog <<'PY' || return 1
 import csv, glob, json, os, sys
 logged = sum(t["count"] for t in json.load(open(sys.argv[1]))["tags"])
 sent = folded = 0
@@ -364,22 +364,10 @@ if rows != 20 or logged + lost != sent:
 # drain read them (a busy host), never a restart's whole backlog
 if late > sent // 40:
     sys.exit("  %d events late of %d" % (late, sent))
-seen = set()
-for path in sys.argv[4:]:
-    base = None
-    for line in open(path):
-        if line.startswith("#[BaseTime: "):
-            base = float(line.split()[1])
-        if line[0] in '#"':
-            continue
-        tag, start = line.split(",")[0:2]
-        key = (tag, round(base + float(start), 3))
-        if key in seen:
-            sys.exit("  interval %s of %s written twice" % (key[1], tag))
-        seen.add(key)
 print("  logged %d + lost %d == written + folded %d (%d folded); %d late"
       % (logged, lost, sent, folded, late))
 PY
+	no_interval_twice "$tmp/$bus"/log/*.hlog
 }
 check "20 collector SIGKILLs under 2 producers: logged + reported lost == written + folded" kill_campaign
 
