@@ -39,9 +39,17 @@
  * closer is taking a slot's lanes, between the lanes' `taken` and
  * folds_taken (a few microseconds a close), which loses what it took from
  * them uncounted. An interval the writer lost (a full disk) is reported
- * as lost intervals by the writer, not here. A START or END half waiting
- * in the join table is counted with the interval it was taken in, so a
- * half the killed collector held there is not counted lost.
+ * as lost intervals by the writer, not here.
+ *
+ * START and END halves. A half that waits in the join table is taken but
+ * accounted nowhere until it leaves (matched: with its pair's event;
+ * expired: with the interval that counts it unmatched), so each drain
+ * thread counts per half the halves that left less those that went in
+ * (tb_drainer.join_adj); the closer adds the closing half's to
+ * `parked_logged` in the header (pending: parked_logged_next), the halves
+ * the slots' logged_head count though they wait in the table. What a
+ * killed collector held there is lost with it and counted so. Counts are
+ * in ring entries: a pair is two entries and one event in the log.
  *
  * Invariant, per slot, under slot_lock: head + into[0] + into[1] +
  * pend_ring == our consumer index (tb_accounts_moved keeps it when a
@@ -185,7 +193,11 @@ void tb_accounts_adopt(tb_collector *c)
 	if (after)
 		a->logged_start_ns = pending;
 	a->dead_from_ns = a->logged_start_ns ? a->logged_start_ns + h->collector_interval_ns : 0;
-	int64_t ring = 0, folds = 0;
+	/* halves the slots count as logged though they waited in the dead
+	 * collector's join table */
+	int64_t ring = __atomic_load_n(after ? &h->parked_logged_next : &h->parked_logged,
+				       __ATOMIC_RELAXED);
+	int64_t folds = 0;
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot *s = tb_seg_slot(&c->seg, i);
 		uint32_t head = __atomic_load_n(&tb_seg_ring(&c->seg, i)->c_head, __ATOMIC_ACQUIRE);
@@ -247,6 +259,14 @@ void tb_accounts_take(tb_collector *c, int half)
 		a->pend_folds[i] += f->tally[half].folded;
 	}
 	pthread_mutex_unlock(&c->slot_lock);
+	/* START/END halves: each drain thread's for the half, and those the
+	 * closer expired since the last close (counted unmatched in this one) */
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		a->pend_parked -= c->drainers[k].join_adj[half];
+		c->drainers[k].join_adj[half] = 0;
+	}
+	a->pend_parked -= a->join_left;
+	a->join_left = 0;
 }
 
 void tb_accounts_writing(tb_collector *c, int64_t start_ns, bool lines)
@@ -258,6 +278,7 @@ void tb_accounts_writing(tb_collector *c, int64_t start_ns, bool lines)
 		if (a->pend_ring[i] || a->pend_folds[i])
 			store_slot(c, i);
 	pthread_mutex_unlock(&c->slot_lock);
+	__atomic_store_n(&h->parked_logged_next, a->parked + a->pend_parked, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->pending_lines, lines, __ATOMIC_RELAXED);
 	/* release: the *_next fields before the interval they belong to */
 	__atomic_store_n(&h->pending_start_ns, start_ns, __ATOMIC_RELEASE);
@@ -278,6 +299,10 @@ void tb_accounts_publish(tb_collector *c, int64_t start_ns)
 		store_slot(c, i);
 	}
 	pthread_mutex_unlock(&c->slot_lock);
+	a->parked += a->pend_parked;
+	a->pend_parked = 0;
+	__atomic_store_n(&h->parked_logged, a->parked, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->parked_logged_next, a->parked, __ATOMIC_RELAXED);
 	a->logged_start_ns = start_ns;
 	__atomic_store_n(&h->logged_start_ns, start_ns, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->pending_start_ns, 0, __ATOMIC_RELEASE);
@@ -307,5 +332,7 @@ void tb_accounts_restore(tb_collector *c)
 	pthread_mutex_unlock(&c->slot_lock);
 	__atomic_store_n(&h->logged_start_ns, c->accounts.logged_start_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->pending_start_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->parked_logged, c->accounts.parked, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->parked_logged_next, c->accounts.parked, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->collector_accounts, 1, __ATOMIC_RELEASE);
 }

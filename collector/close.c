@@ -241,6 +241,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 static void expired(void *ctx, uint16_t metric, bool was_start)
 {
 	tb_collector *c = ctx;
+	c->accounts.join_left++; /* it leaves the table, counted in the next close */
 	if (metric >= c->seg.layout.metric_capacity)
 		return;
 	if (was_start)

@@ -266,6 +266,9 @@ typedef struct tb_drainer {
 	int64_t interval_start_ns;
 	int64_t late_before_ns;
 	tb_metric_counts *counts[2]; /* per metric, by half */
+	/* per half: START/END halves that left the join table (matched or
+	 * expired) less those that went into it (accounts.c) */
+	int64_t join_adj[2];
 	uint64_t *fold_grew;     /* scratch for releasing a slot's lanes */
 	bool last_pass_full;     /* the last pass took a whole batch from some ring */
 	uint64_t late_total, series_exhausted;
@@ -377,6 +380,9 @@ typedef struct tb_collector {
 		uint32_t *pend_ring;       /* the closing interval's, until published */
 		uint64_t *pend_folds;
 		int64_t logged_start_ns;   /* tb_seg_header.logged_start_ns */
+		int64_t parked;            /* tb_seg_header.parked_logged */
+		int64_t pend_parked;       /* the closing interval's change of it */
+		int64_t join_left;         /* halves the closer expired, for the next close */
 		/* what the collector before this one had taken and not logged */
 		bool inherited;            /* it was killed while keeping accounts */
 		bool resumed;              /* this one starts where its log stops */

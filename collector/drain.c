@@ -109,8 +109,10 @@ static inline int64_t add_sat(int64_t a, int64_t b)
 	return r;
 }
 
+/* Record an event (with `partner`: a START/END pair, the other half of
+ * which waited in the join table) into the half of its completion. */
 static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latency,
-		   int64_t completion_mono)
+		   int64_t completion_mono, bool partner)
 {
 	tb_collector *c = d->c;
 	int64_t completion = add_sat(completion_mono, c->clock_offset_ns);
@@ -130,6 +132,7 @@ static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latenc
 		d->counts[half][metric].late++;
 		d->late_total++;
 	}
+	d->join_adj[half] += partner; /* the waiting half leaves the table here */
 	tb_metric_counts *mc = &d->counts[half][metric];
 	mc->ahead += ahead;
 	if (TB_UNLIKELY(latency < 0)) {
@@ -153,7 +156,9 @@ static void joined(tb_drainer *d, uint32_t slot, uint16_t metric, bool start, in
 		   int64_t latency, int64_t at)
 {
 	if (rc == TB_JOIN_MATCHED)
-		record(d, slot, metric, latency, at);
+		record(d, slot, metric, latency, at, true);
+	else if (rc == TB_JOIN_PARKED) /* taken, accounted nowhere until it leaves */
+		d->join_adj[d->cur]--;
 	else if (rc == TB_JOIN_FULL && start) /* no room to wait for its other half */
 		d->counts[d->open_half][metric].unmatched_start++;
 	else if (rc == TB_JOIN_FULL)
@@ -176,7 +181,7 @@ static void decode(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64
 	case TB_EV_SPAN:
 		/* the field is signed: negative, or TB_FIELD_INVALID, is counted */
 		latency = (int64_t)w0 >> TB_FIELD_SHIFT;
-		record(d, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0));
+		record(d, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0), false);
 		break;
 	case TB_EV_START: /* a match completes at the parked END's time */
 		pthread_mutex_lock(&c->join_lock);
@@ -682,6 +687,7 @@ uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns)
 static void expired(void *ctx, uint16_t metric, bool was_start)
 {
 	tb_drainer *d = ctx;
+	d->join_adj[d->open_half]++; /* it leaves the table */
 	if (metric >= d->c->seg.layout.metric_capacity)
 		return;
 	if (was_start)

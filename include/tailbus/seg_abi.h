@@ -313,8 +313,13 @@ typedef struct tb_seg_header {
 	uint32_t collector_accounts;
 	uint32_t pending_lines; /* the interval being written has log lines */
 	/* ABI 4.1: the start of the interval the collector is writing, whose
-	 * accounts are the slots' *_next fields (0: none) */
+	 * accounts are the slots' *_next fields (0: none); and START or END
+	 * halves counted in the slots' logged_head while they wait in the
+	 * collector's join table (lost with it), now and once that interval is
+	 * written */
 	alignas(TB_CACHELINE) int64_t pending_start_ns;
+	int64_t parked_logged;
+	int64_t parked_logged_next;
 } tb_seg_header;
 TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
 
