@@ -34,8 +34,8 @@
  * = S), or when S had log lines and the newest log of the bus ends with a
  * line of S (the write completed but the kill came before the
  * publication); before otherwise. It reports the sum over the slots of
- * c_head - logged_head and folds_taken - folds_logged as lost, and starts
- * the accounts afresh. So the count is exact, but for a kill while the
+ * c_head - logged_head and folds_taken - folds_logged, with the header's
+ * parked_logged (below), as lost, and starts the accounts afresh. So the count is exact, but for a kill while the
  * closer is taking a slot's lanes, between the lanes' `taken` and
  * folds_taken (a few microseconds a close), which loses what it took from
  * them uncounted. An interval the writer lost (a full disk) is reported
