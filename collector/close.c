@@ -30,19 +30,6 @@
 #define LOG_ZLEVEL 9  /* as Java's log writer: smallest lines */
 #define SIDECAR_ROW_MAX 384
 
-/* The metric's name as a log tag, read defensively from shared memory. */
-static void metric_tag(const tb_collector *c, uint16_t m, char *out, size_t cap)
-{
-	const tb_metric_entry *e = tb_seg_metric(&c->seg, m);
-	char name[TB_METRIC_NAME_MAX];
-	memcpy(name, e->name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	if (tb_seg_metric_name_valid(name))
-		snprintf(out, cap, "%s", name);
-	else
-		snprintf(out, cap, "metric-%u", (unsigned)m);
-}
-
 static int reserve(tb_growbuf *b, size_t more)
 {
 	size_t need = b->len + more;
@@ -72,10 +59,10 @@ static int encode_merged(tb_collector *c, uint8_t **frame, size_t *frame_len)
 }
 
 /* One sidecar row; `gap_ns` < 0 leaves its column empty, as do `pass_ns`
- * and `self_gap_ns` (the drain threads' rows only). */
+ * and `self_pause_ns` (the drain threads' rows only). */
 typedef struct sidecar_extra {
 	uint64_t dropped, high_water;
-	int64_t gap_ns, pass_ns, self_gap_ns;
+	int64_t gap_ns, pass_ns, self_pause_ns;
 } sidecar_extra;
 
 static void us_or_empty(char *out, size_t cap, int64_t ns)
@@ -93,7 +80,7 @@ static int sidecar_row(tb_growbuf *b, double start, const char *scope, const cha
 	char gap[24], pass[24], self[24];
 	us_or_empty(gap, sizeof(gap), x->gap_ns);
 	us_or_empty(pass, sizeof(pass), x->pass_ns);
-	us_or_empty(self, sizeof(self), x->self_gap_ns);
+	us_or_empty(self, sizeof(self), x->self_pause_ns);
 	int n = snprintf(b->p + b->len, SIDECAR_ROW_MAX,
 			 "%.3f,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%s,%s\n",
@@ -104,7 +91,7 @@ static int sidecar_row(tb_growbuf *b, double start, const char *scope, const cha
 	return 0;
 }
 
-static const sidecar_extra no_extra = {.gap_ns = -1, .pass_ns = -1, .self_gap_ns = -1};
+static const sidecar_extra no_extra = {.gap_ns = -1, .pass_ns = -1, .self_pause_ns = -1};
 
 /* Move metric m's series into the merged scratch: their closed halves are
  * left empty for the interval after next, in the same pass. */
@@ -200,8 +187,8 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 		tb_drain_stalls s = {
 			.longest_pass_ns = __atomic_exchange_n(&d->stalls.longest_pass_ns, 0, __ATOMIC_RELAXED),
 			.longest_gap_ns = __atomic_exchange_n(&d->stalls.longest_gap_ns, 0, __ATOMIC_RELAXED),
-			.longest_self_gap_ns =
-				__atomic_exchange_n(&d->stalls.longest_self_gap_ns, 0, __ATOMIC_RELAXED),
+			.longest_self_pause_ns =
+				__atomic_exchange_n(&d->stalls.longest_self_pause_ns, 0, __ATOMIC_RELAXED),
 		};
 		/* a gap still going on (the whole collector was stopped, say, and
 		 * this thread has not passed since it went on): reported now, beside
@@ -214,26 +201,26 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 		c->closer.drained_seen[k] = total;
 		if (s.longest_gap_ns > *longest_gap)
 			*longest_gap = s.longest_gap_ns;
-		if (s.longest_self_gap_ns > c->closer.longest_self_gap_ns)
-			c->closer.longest_self_gap_ns = s.longest_self_gap_ns;
+		if (s.longest_self_pause_ns > c->closer.longest_self_pause_ns)
+			c->closer.longest_self_pause_ns = s.longest_self_pause_ns;
 		char name[32];
 		snprintf(name, sizeof(name), "drain%u:cpu%d", k, d->cpu);
 		sidecar_extra x = no_extra;
 		x.gap_ns = s.longest_gap_ns;
 		x.pass_ns = s.longest_pass_ns;
-		x.self_gap_ns = s.longest_self_gap_ns;
+		x.self_pause_ns = s.longest_self_pause_ns;
 		rc = sidecar_row(&c->closer.side, start, "drain", name, &mc, &x);
 		if (s.longest_pass_ns > worst_pass)
 			worst_pass = s.longest_pass_ns;
-		if (s.longest_self_gap_ns > worst_self)
-			worst_self = s.longest_self_gap_ns;
+		if (s.longest_self_pause_ns > worst_self)
+			worst_self = s.longest_self_pause_ns;
 	}
 	/* for tools reading the segment (top, export): before the interval
 	 * count is published with release */
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	__atomic_store_n(&h->drain_threads, c->ndrainers, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->drain_longest_pass_us, us32(worst_pass), __ATOMIC_RELAXED);
-	__atomic_store_n(&h->drain_self_gap_us, us32(worst_self), __ATOMIC_RELAXED);
+	__atomic_store_n(&h->drain_self_pause_us, us32(worst_self), __ATOMIC_RELAXED);
 	__atomic_store_n(&h->closes_behind, (uint32_t)c->closer.behind, __ATOMIC_RELAXED);
 	return rc;
 }
@@ -297,7 +284,7 @@ static int close_metric(tb_collector *c, uint16_t m, int half, double base, int6
 	double start_sec = (double)start / 1e9;
 	char tag[TB_METRIC_NAME_MAX + 16];
 	merge_metric(c, m, half);
-	metric_tag(c, m, tag, sizeof(tag));
+	tb_seg_metric_shown_name(&c->seg, m, tag, sizeof(tag)); /* the log tag */
 	uint8_t *frame = NULL;
 	size_t frame_len = 0;
 	int rc = encode_merged(c, &frame, &frame_len);

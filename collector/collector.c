@@ -3,7 +3,9 @@
  * Set-up allocates everything the threads will need: the series pool (one
  * anonymous mapping, faulted in ahead of use), the join table, each drain
  * thread's per-metric counters, the closer's scratch. One collector per
- * bus: an exclusive flock on "<segment>.lock" keeps a second one out.
+ * bus: an exclusive flock on "<segment>.lock" keeps a second one out. What
+ * can be checked before the segment is created is (the lock's place); a
+ * start that fails after creating it removes it again.
  *
  * A collector started after one that was killed reports what that one lost
  * (accounts.c) and resumes the interval clock where its log stops: before
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,10 +102,38 @@ static int attached_producers(const tb_collector_config *cfg, int32_t *pid)
 	return n;
 }
 
+#define LOCK_SUFFIX ".lock"
+
+/* The lock's place may be checked before the segment is made: next to the
+ * segment in every directory it may be in. What is there must be nothing
+ * or a regular file the collector can open; a symlink (or a FIFO...)
+ * planted there is refused before anything is created. */
+static int check_lock_paths(const tb_collector_config *cfg, const char **why)
+{
+	char dirs[TB_SEG_DIRS_MAX][TB_SEG_PATH_MAX], path[TB_SEG_PATH_MAX + 64];
+	size_t pages[TB_SEG_DIRS_MAX];
+	int n = cfg->bus ? tb_seg_dirs(cfg->dir, dirs, pages) : 0;
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		if (snprintf(path, sizeof(path), "%s/%s" TB_SEG_SUFFIX LOCK_SUFFIX, dirs[i], cfg->bus) >=
+			    (int)sizeof(path) ||
+		    lstat(path, &st) < 0)
+			continue; /* a path too long is the segment's to refuse */
+		if (!S_ISREG(st.st_mode))
+			return fail(why, "the collector lock file (<segment>.lock) is a symlink or not a regular "
+					 "file; refused before creating the segment", -ELOOP);
+		int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			return fail(why, "cannot open the collector lock file", -errno);
+		close(fd);
+	}
+	return 0;
+}
+
 static int take_lock(tb_collector *c, const char **why)
 {
 	char path[PATH_MAX + 8];
-	snprintf(path, sizeof(path), "%s.lock", c->seg.path);
+	snprintf(path, sizeof(path), "%s" LOCK_SUFFIX, c->seg.path);
 	c->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (c->lock_fd < 0)
 		return fail(why, "cannot open the collector lock file", -errno);
@@ -185,7 +216,7 @@ static void start_intervals(tb_collector *c, int64_t start)
 	c->freed_start_ns = start - c->cfg.interval_ns;
 }
 
-int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const char **why)
+static int open_collector(tb_collector *c, const tb_collector_config *cfg, const char **why)
 {
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
@@ -199,6 +230,9 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 		c->cfg.drain_threads = 1;
 	if (c->cfg.drain_threads > TB_COLLECTOR_MAX_DRAINERS)
 		return fail(why, "drain_threads: more drain threads than the collector supports", -EINVAL);
+	int rc = check_lock_paths(cfg, why);
+	if (rc < 0)
+		return rc;
 	c->evict = cfg->evict_lines ? tb_evict_method() : TB_EVICT_NONE;
 	if (cfg->fresh) {
 		/* a new segment would orphan attached producers: their events
@@ -214,7 +248,7 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 		}
 		tb_seg_unlink(cfg->dir, cfg->bus);
 	}
-	int rc = tb_seg_open(&c->seg, cfg->dir, cfg->bus, &cfg->seg, TB_SEG_CREATE, why);
+	rc = tb_seg_open(&c->seg, cfg->dir, cfg->bus, &cfg->seg, TB_SEG_CREATE, why);
 	if (rc < 0)
 		return rc;
 	if ((rc = take_lock(c, why)) < 0)
@@ -261,6 +295,33 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	tb_collector_housekeep(c, clock_ns(CLOCK_MONOTONIC));
 	c->next_housekeep_ns = clock_ns(CLOCK_MONOTONIC) + TB_COLLECTOR_HOUSEKEEP_NS;
 	return 0;
+}
+
+/* A start that failed after it created the segment removes it again (and
+ * the lock file, if it holds the lock: another tailbusd's stays), unless a
+ * producer attached meanwhile: no segment is left behind that no collector
+ * serves. */
+static void discard_new_segment(tb_collector *c)
+{
+	if (!c->seg.created || !c->seg.base)
+		return;
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
+		if (__atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) != TB_SLOT_FREE)
+			return;
+	unlink(c->seg.path);
+	if (c->lock_fd >= 0 && flock(c->lock_fd, LOCK_EX | LOCK_NB) == 0) {
+		char path[PATH_MAX + 8];
+		snprintf(path, sizeof(path), "%s" LOCK_SUFFIX, c->seg.path);
+		unlink(path);
+	}
+}
+
+int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const char **why)
+{
+	int rc = open_collector(c, cfg, why);
+	if (rc < 0)
+		discard_new_segment(c);
+	return rc;
 }
 
 int64_t tb_collector_now(const tb_collector *c)

@@ -237,20 +237,21 @@ struct tb_collector;
  * (each a maximum, or a running total, stored with relaxed atomics by the
  * thread and exchanged for 0 by the closer):
  * - the longest pass over its rings (wall clock);
- * - the longest time between the starts of two passes (wall clock), and of
- *   such a gap the part the thread itself ran: the gap less the time the
- *   thread was not running (the host or the kernel had its CPU), which is
- *   the wall time less the thread's CPU time over a window ending at the
- *   gap's end. The thread's CPU time costs a system call, so it is read at
- *   a pass's start only once TB_DRAIN_CPU_SAMPLE_NS have passed since the
- *   last read: the window is then the gap and at most that much before it,
- *   and what the thread did not run in that much before the gap is taken
- *   off the gap too (never more than the gap). */
-#define TB_DRAIN_CPU_SAMPLE_NS 50000LL
+ * - the longest time between the starts of two passes (wall clock): how
+ *   long a ring may wait for its next visit, put beside its drops;
+ * - the longest pause between two passes (the end of one to the start of
+ *   the next: switching intervals, housekeeping, backing off) that the
+ *   thread itself ran, its wall time less the time the thread was not
+ *   running (the host or the kernel had its CPU). The thread's CPU time
+ *   costs a system call: it is read at every pass's end, and at a pass's
+ *   start only when the pause before it is TB_DRAIN_PAUSE_READ_NS or
+ *   longer (a shorter one is taken whole, as self-caused).
+ * A pass itself is draining, not a pause: its length is the first figure. */
+#define TB_DRAIN_PAUSE_READ_NS 5000LL
 typedef struct tb_drain_stalls {
 	int64_t longest_pass_ns;
 	int64_t longest_gap_ns;
-	int64_t longest_self_gap_ns;
+	int64_t longest_self_pause_ns;
 } tb_drain_stalls;
 
 typedef struct tb_drainer {
@@ -272,7 +273,8 @@ typedef struct tb_drainer {
 	uint64_t *fold_grew;     /* scratch for releasing a slot's lanes */
 	bool last_pass_full;     /* the last pass took a whole batch from some ring */
 	uint64_t late_total, series_exhausted;
-	int64_t last_pass_ns, cpu_sample_wall_ns, cpu_sample_ns;
+	int64_t last_pass_ns;              /* the last pass's start */
+	int64_t pass_end_ns, pass_end_cpu_ns; /* its end, wall clock and thread CPU time */
 	int64_t next_housekeep_ns;
 	tb_drain_stalls stalls;
 	uint64_t events_total;   /* taken, ever (relaxed atomic) */
@@ -356,7 +358,7 @@ typedef struct tb_collector {
 		int64_t longest_gap_ns; /* the drain threads' longest wall gap, kept for the next ring rows */
 		bool gap_kept;
 		uint64_t *drained_seen; /* per drain thread: its events_total at the last close */
-		int64_t longest_self_gap_ns; /* the longest self-caused drain gap, ever */
+		int64_t longest_self_pause_ns; /* the longest self-caused drain gap, ever */
 		uint64_t series_exhausted; /* fold lane events with no series left */
 		uint64_t behind;    /* closes that began an interval or more after their end */
 		int64_t longest_close_ns;
@@ -402,6 +404,7 @@ typedef struct tb_collector {
 	uint64_t seg_cut_at;
 	uint32_t seg_cut_pending, seg_lost;
 	uint64_t seg_shrinks;   /* cuts found and recovered from */
+	uint64_t seg_header_changes; /* header changes found and written back (segguard.c) */
 	uint64_t slots_reclaimed; /* slots found impossible and handed back (slots.c) */
 	int seg_watch;          /* inotify on the segment file, or -1 */
 	uint32_t generation;    /* this collector's collector_generation in the header */
@@ -506,7 +509,7 @@ void tb_segguard_uninstall(tb_collector *c);
 int tb_segguard_watch(tb_collector *c);
 /* The run loop's look at the segment file's size: a shrink found (here or
  * by the handler) is repaired, recovered from and reported. True if one
- * was. */
+ * was. Then at its header: a change is reported and written back. */
 bool tb_segguard_check(tb_collector *c);
 
 /* folds.c */

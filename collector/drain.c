@@ -539,17 +539,13 @@ static void note_gap(tb_drainer *d, int64_t now)
 {
 	if (!d->last_pass_ns)
 		return;
-	int64_t gap = now - d->last_pass_ns, self = gap;
-	if (now - d->cpu_sample_wall_ns >= TB_DRAIN_CPU_SAMPLE_NS) {
-		int64_t cpu = thread_cpu_now();
-		int64_t away = (now - d->cpu_sample_wall_ns) - (cpu - d->cpu_sample_ns);
-		if (d->cpu_sample_wall_ns && away > 0)
-			self = away < gap ? gap - away : 0;
-		d->cpu_sample_wall_ns = now;
-		d->cpu_sample_ns = cpu;
+	keep_most(&d->stalls.longest_gap_ns, now - d->last_pass_ns);
+	int64_t pause = now - d->pass_end_ns, self = pause;
+	if (pause >= TB_DRAIN_PAUSE_READ_NS) {
+		int64_t ran = thread_cpu_now() - d->pass_end_cpu_ns;
+		self = ran < 0 ? 0 : ran < pause ? ran : pause;
 	}
-	keep_most(&d->stalls.longest_gap_ns, gap);
-	keep_most(&d->stalls.longest_self_gap_ns, self);
+	keep_most(&d->stalls.longest_self_pause_ns, self);
 }
 
 /* The run loop changed something: every slot is looked at, those held
@@ -623,7 +619,9 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	d->last_pass_full = full;
 	if (total)
 		__atomic_store_n(&d->events_total, d->events_total + total, __ATOMIC_RELAXED);
-	keep_most(&d->stalls.longest_pass_ns, mono_now() - now);
+	d->pass_end_ns = mono_now();
+	d->pass_end_cpu_ns = thread_cpu_now();
+	keep_most(&d->stalls.longest_pass_ns, d->pass_end_ns - now);
 	return total;
 }
 

@@ -1,4 +1,5 @@
-/* segguard.c - a segment file shrunk under the collector.
+/* segguard.c - a segment file shrunk, or its header changed, under the
+ * collector.
  *
  * Anyone who may write the segment file may also truncate it, and nothing
  * that can be found by path can forbid it: seals (F_SEAL_SHRINK) exist only
@@ -34,9 +35,26 @@
  * pending, go on, and the shrink is reported on stderr and in the sidecar.
  * What a drain thread read from zeroed memory between the fault and the end
  * of the batch it was in (at most one batch) may be counted as events.
+ *
+ * The header is the collector's: no one else writes it after creation.
+ * Its layout fields are those the collector validated (tb_seg.layout, the
+ * private copy every address comes from), and it writes its pid, interval
+ * and generation there. A header written by someone else does not move
+ * any region under the collector, but every new producer refuses it (a
+ * bad magic: after waiting up to its attach timeout). So the run loop,
+ * after the size, compares those fields with its copy every tick (a few
+ * cache lines nobody else writes: no contention), and on a difference
+ * says so once on stderr and in the sidecar (a `segment-header` row that
+ * names the fields), counts it, and writes them back, the magic last, so
+ * that producers attach again. A changed header that validates with
+ * another layout may have let a producer attach and write where the
+ * collector reads something else: every followed ring is then
+ * quarantined. A change seen while a cut is pending is left to the cut,
+ * which writes the header back itself.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -141,6 +159,59 @@ static void reset_free(tb_collector *c, uint32_t i)
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }
 
+/* The header as the collector made or validated it, with its own fields. */
+static tb_seg_header owned_header(const tb_collector *c)
+{
+	tb_seg_header h = c->seg.layout;
+	h.collector_pid = getpid();
+	h.collector_interval_ns = c->cfg.interval_ns;
+	h.collector_generation = c->generation;
+	return h;
+}
+
+/* The header from the collector's copy, its first `len` bytes with the
+ * collector's own fields: the magic cleared first and stored last (release),
+ * so that an attacher never takes a header half written back. */
+static void restore_header(tb_collector *c, size_t len)
+{
+	tb_seg_header *h = (tb_seg_header *)c->seg.base;
+	tb_seg_header copy = owned_header(c);
+	__atomic_store_n(&h->magic, 0, __ATOMIC_RELEASE);
+	memcpy((uint8_t *)h + sizeof(h->magic), (const uint8_t *)&copy + sizeof(copy.magic),
+	       len - sizeof(copy.magic));
+	h->collector_pid = copy.collector_pid;
+	h->collector_interval_ns = copy.collector_interval_ns;
+	h->collector_generation = copy.collector_generation;
+	__atomic_store_n(&h->magic, TB_SEG_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* Followed slot i can no longer be read: quarantined, its consumer index
+ * (unless the bus is lost) set to read as full. */
+static void quarantine_ring(tb_collector *c, uint32_t i, bool lost, const char *reason)
+{
+	tb_slot_follow *f = &c->slots[i];
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	if (s->pid == 0) { /* its identity was cut too: ours, for housekeeping */
+		s->pid = f->pid;
+		s->pid_start_time = f->pid_start_time;
+	}
+	tb_slots_quarantine(c, i, reason);
+	/* The producer writes up to the stop it last computed without
+	 * a look at the ring (at most a ring of events, which no one
+	 * reads: lost, though its stats count them written); from its
+	 * next look on, the ring must read as full so that what follows
+	 * is folded or dropped and counted. It writes at most a ring
+	 * past our index, so an index a ring and more past that reads
+	 * as full to it (a bad index reads as full, producer.c). */
+	if (!lost) {
+		uint32_t full = f->cons + 2 * c->seg.layout.ring_capacity + 1;
+		__atomic_store_n(&tb_seg_ring(&c->seg, i)->c_head, full, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&c->slot_lock);
+		tb_accounts_moved(c, i, full);
+		pthread_mutex_unlock(&c->slot_lock);
+	}
+}
+
 /* What lay past the cut is zeros now: the header and the metric entries
  * this collector has seen are its to write back; a followed slot whose
  * identity, ring or lanes were cut is no longer one its producer and we
@@ -148,16 +219,8 @@ static void reset_free(tb_collector *c, uint32_t i)
 static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 {
 	const tb_seg_header *l = &c->seg.layout;
-	if (past(cut, 0, sizeof(tb_seg_header))) {
-		tb_seg_header *h = (tb_seg_header *)c->seg.base;
-		tb_seg_header copy = *l;
-		copy.magic = 0;
-		copy.collector_pid = getpid();
-		copy.collector_interval_ns = c->cfg.interval_ns;
-		copy.collector_generation = c->generation;
-		memcpy(h, &copy, sizeof(copy));
-		__atomic_store_n(&h->magic, TB_SEG_MAGIC, __ATOMIC_RELEASE);
-	}
+	if (past(cut, 0, sizeof(tb_seg_header)))
+		restore_header(c, sizeof(tb_seg_header));
 	for (uint32_t m = 0; m < l->metric_capacity; m++) {
 		if (c->metric_copy && __atomic_load_n(&c->metric_ready[m], __ATOMIC_ACQUIRE) &&
 		    past(cut, l->metrics_off + (uint64_t)m * sizeof(tb_metric_entry), sizeof(tb_metric_entry))) {
@@ -184,27 +247,8 @@ static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 		if (lost || past(cut, l->slots_off + (uint64_t)i * sizeof(tb_slot), sizeof(tb_slot)) ||
 		    past(cut, l->rings_off + (uint64_t)i * l->ring_stride, l->ring_stride) ||
 		    (l->fold_lanes && past(cut, l->folds_off + (uint64_t)i * l->fold_stride, l->fold_stride))) {
-			tb_slot *s = tb_seg_slot(&c->seg, i);
-			if (s->pid == 0) { /* its identity was cut too: ours, for housekeeping */
-				s->pid = f->pid;
-				s->pid_start_time = f->pid_start_time;
-			}
-			tb_slots_quarantine(c, i, lost ? "the segment could not be restored after a truncation"
-						       : "the segment was truncated over its slot, ring or lanes");
-			/* The producer writes up to the stop it last computed without
-			 * a look at the ring (at most a ring of events, which no one
-			 * reads: lost, though its stats count them written); from its
-			 * next look on, the ring must read as full so that what follows
-			 * is folded or dropped and counted. It writes at most a ring
-			 * past our index, so an index a ring and more past that reads
-			 * as full to it (a bad index reads as full, producer.c). */
-			if (!lost) {
-				uint32_t full = f->cons + 2 * l->ring_capacity + 1;
-				__atomic_store_n(&tb_seg_ring(&c->seg, i)->c_head, full, __ATOMIC_RELEASE);
-				pthread_mutex_lock(&c->slot_lock);
-				tb_accounts_moved(c, i, full);
-				pthread_mutex_unlock(&c->slot_lock);
-			}
+			quarantine_ring(c, i, lost, lost ? "the segment could not be restored after a truncation"
+							 : "the segment was truncated over its slot, ring or lanes");
 			quarantined++;
 		}
 	}
@@ -212,11 +256,22 @@ static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 	return quarantined;
 }
 
-/* One sidecar row for the shrink, in the current interval. */
-static void report(tb_collector *c, uint64_t cut, bool lost, uint32_t quarantined, bool unknown)
+/* One sidecar row of `kind` in the current interval, named
+ * <segment file name>:<what>, with `count` in its events column. */
+static void sidecar_note(tb_collector *c, const char *kind, const char *what, uint32_t count)
 {
 	const char *file = strrchr(c->seg.path, '/');
 	file = file ? file + 1 : c->seg.path;
+	char row[TB_SEG_PATH_MAX + 384];
+	int n = snprintf(row, sizeof(row), "%.3f,%s,%s:%s,%u,,,,,,,,,,,,\n", (double)c->closer.start_ns / 1e9,
+			 kind, file, what, count);
+	if (n > 0 && (size_t)n < sizeof(row) && c->writer)
+		tb_writer_append_sidecar(c->writer, row, (size_t)n);
+}
+
+/* One sidecar row for the shrink, in the current interval. */
+static void report(tb_collector *c, uint64_t cut, bool lost, uint32_t quarantined, bool unknown)
+{
 	if (unknown)
 		fprintf(stderr,
 			"tailbusd: segment %s was truncated and its size restored before the collector "
@@ -230,11 +285,9 @@ static void report(tb_collector *c, uint64_t cut, bool lost, uint32_t quarantine
 			c->seg.path, (unsigned long long)cut, c->seg.size,
 			lost ? "its size could not be restored, the bus is given up" : "size restored",
 			quarantined, quarantined == 1 ? "" : "s");
-	char row[TB_SEG_PATH_MAX + 128];
-	int n = snprintf(row, sizeof(row), "%.3f,segment-truncated,%s:%llu,%u,,,,,,,,,,,,\n",
-			 (double)c->closer.start_ns / 1e9, file, (unsigned long long)cut, quarantined);
-	if (n > 0 && (size_t)n < sizeof(row) && c->writer)
-		tb_writer_append_sidecar(c->writer, row, (size_t)n);
+	char at[24];
+	snprintf(at, sizeof(at), "%llu", (unsigned long long)cut);
+	sidecar_note(c, "segment-truncated", at, quarantined);
 }
 
 int tb_segguard_watch(tb_collector *c)
@@ -263,7 +316,92 @@ static bool modified(tb_collector *c)
 	return any;
 }
 
-bool tb_segguard_check(tb_collector *c)
+/* The header's fields the collector validated (or wrote) at start, which
+ * no one else may change: all of them up to the collector's line. */
+#define HEADER_OWNED (offsetof(tb_seg_header, live_heap_bytes) + sizeof(uint64_t))
+
+#define FIELD(name) {#name, offsetof(tb_seg_header, name), sizeof(((tb_seg_header *)0)->name)}
+static const struct header_field {
+	const char *name;
+	size_t off, len;
+} header_fields[] = {
+	FIELD(magic), FIELD(abi_major), FIELD(abi_minor), FIELD(total_size), FIELD(page_size),
+	FIELD(slot_count), FIELD(ring_capacity), FIELD(metric_capacity), FIELD(live_intervals),
+	FIELD(reserved_live), FIELD(clock_kind), FIELD(slots_off), FIELD(metrics_off), FIELD(live_off),
+	FIELD(live_stride), FIELD(rings_off), FIELD(ring_stride), FIELD(creator_pid), FIELD(fold_lanes),
+	FIELD(created_realtime_ns), FIELD(folds_off), FIELD(fold_stride), FIELD(live_heap_off),
+	FIELD(live_heap_bytes), FIELD(collector_pid), FIELD(collector_interval_ns),
+	FIELD(collector_generation),
+};
+#undef FIELD
+_Static_assert(HEADER_OWNED <= offsetof(tb_seg_header, collector_heartbeat_ns),
+	       "the owned fields end before the collector's line");
+
+/* The names of the fields of `seen` that differ from `want`, '+'-joined. */
+static void changed_fields(const tb_seg_header *seen, const tb_seg_header *want, char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (size_t k = 0; k < sizeof(header_fields) / sizeof(header_fields[0]); k++) {
+		const struct header_field *f = &header_fields[k];
+		if (memcmp((const uint8_t *)seen + f->off, (const uint8_t *)want + f->off, f->len) == 0)
+			continue;
+		int w = snprintf(out + n, cap - n, "%s%s", n ? "+" : "", f->name);
+		if (w < 0 || (size_t)w >= cap - n)
+			break;
+		n += (size_t)w;
+	}
+}
+
+/* The header changed under the collector: said once on stderr and in the
+ * sidecar, counted, and written back from the collector's copy, so that
+ * new producers attach again. A header that another process could have
+ * taken for valid, with another layout, may have sent a producer that
+ * attached meanwhile to write anywhere: every followed ring is then
+ * quarantined. True if it had changed. */
+static bool check_header(tb_collector *c)
+{
+	const tb_seg_header *h = (const tb_seg_header *)c->seg.base;
+	tb_seg_header want = owned_header(c);
+	if (memcmp(h, &want, HEADER_OWNED) == 0 && h->collector_pid == want.collector_pid &&
+	    h->collector_interval_ns == want.collector_interval_ns &&
+	    h->collector_generation == want.collector_generation)
+		return false;
+	/* a cut, found before or by the fault of these very loads, is the
+	 * truncation path's: it writes the header back at the next tick */
+	if (__atomic_load_n(&c->seg_cut_pending, __ATOMIC_ACQUIRE))
+		return false;
+	tb_seg_header seen;
+	memcpy(&seen, h, sizeof(seen));
+	char fields[256];
+	changed_fields(&seen, &want, fields, sizeof(fields));
+	/* validation derives every offset from the capacities and the clock */
+	bool other_layout = tb_seg_validate(&seen, c->seg.size, NULL) == 0 &&
+			    (seen.slot_count != want.slot_count || seen.ring_capacity != want.ring_capacity ||
+			     seen.metric_capacity != want.metric_capacity ||
+			     seen.live_intervals != want.live_intervals || seen.fold_lanes != want.fold_lanes ||
+			     seen.live_heap_bytes != want.live_heap_bytes || seen.clock_kind != want.clock_kind);
+	restore_header(c, HEADER_OWNED);
+	uint32_t quarantined = 0;
+	for (uint32_t i = 0; other_layout && i < c->seg.layout.slot_count; i++) {
+		tb_slot_follow *f = &c->slots[i];
+		if (!__atomic_load_n(&f->followed, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&f->quarantined, __ATOMIC_ACQUIRE))
+			continue;
+		quarantine_ring(c, i, false, "the segment's header described another layout meanwhile");
+		quarantined++;
+	}
+	c->seg_header_changes++;
+	fprintf(stderr,
+		"tailbusd: segment %s: its header was changed under the collector (%s); written back from "
+		"the collector's copy%s, %u ring%s quarantined\n",
+		c->seg.path, fields, other_layout ? " (it described another valid layout)" : "", quarantined,
+		quarantined == 1 ? "" : "s");
+	sidecar_note(c, "segment-header", fields, quarantined);
+	return true;
+}
+
+static bool check_size(tb_collector *c)
 {
 	uint64_t size;
 	bool touched = modified(c);
@@ -292,4 +430,11 @@ bool tb_segguard_check(tb_collector *c)
 	report(c, cut, lost, quarantined, unknown && cut == 0);
 	modified(c); /* our own ftruncate's event */
 	return true;
+}
+
+bool tb_segguard_check(tb_collector *c)
+{
+	bool cut = check_size(c);
+	check_header(c);
+	return cut;
 }

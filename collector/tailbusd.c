@@ -69,7 +69,9 @@ static void usage(FILE *out)
 		"  --keep N             keep only the newest N log files\n"
 		"  --io-fallback        write with a pwrite thread instead of io_uring\n"
 		"  --fresh              remove an existing segment of this bus first\n"
-		"  --slots N --ring-events N --metrics N   segment sizes when creating it\n"
+		"  --slots N --ring-events N --metrics N   segment sizes when creating it; the whole\n"
+		"                       segment must fit the memory it can have: MemAvailable (the\n"
+		"                       free huge pages on hugetlbfs) and its file system's free space\n"
 		"  --fold-lanes N       ... and the metrics per ring whose SPANs a full ring folds into a\n"
 		"                       2-digit histogram instead of dropping (0-8, default 4; 0: drop)\n"
 		"  --live-heap SIZE     ... and the live area's heap for the intervals' histograms that\n"
@@ -125,6 +127,7 @@ struct cli {
 	int fifo;
 	uint32_t ncpus; /* given by --cpus */
 	bool mlock, foreground;
+	const char *slots_arg, *ring_arg; /* as given, to name in a refusal */
 };
 
 /* "2,3,7" or "2-5" or both: the drain threads' CPUs, in order. */
@@ -195,8 +198,16 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'E': o->cfg.evict_lines = true; break;
 		case 'F': o->cfg.writer.force_fallback = true; break;
 		case 'f': o->cfg.fresh = true; break;
-		case 's': ok = value(name, optarg, &slots_spec, &v); o->cfg.seg.slot_count = (uint32_t)v; break;
-		case 'r': ok = value(name, optarg, &ring_spec, &v); o->cfg.seg.ring_capacity = (uint32_t)v; break;
+		case 's':
+			ok = value(name, optarg, &slots_spec, &v);
+			o->cfg.seg.slot_count = (uint32_t)v;
+			o->slots_arg = optarg;
+			break;
+		case 'r':
+			ok = value(name, optarg, &ring_spec, &v);
+			o->cfg.seg.ring_capacity = (uint32_t)v;
+			o->ring_arg = optarg;
+			break;
 		case 'm':
 			ok = value(name, optarg, &metrics_spec, &v);
 			o->cfg.seg.metric_capacity = (uint32_t)v;
@@ -245,6 +256,43 @@ static int parse(int argc, char **argv, struct cli *o)
 	return 0;
 }
 
+/* Bytes as a person reads them: "512.0 GiB", "40.1 MiB". */
+static void show_bytes(char *buf, size_t cap, uint64_t b)
+{
+	if (b == UINT64_MAX)
+		snprintf(buf, cap, "more than 16 EiB");
+	else if (b >= (UINT64_C(1) << 30))
+		snprintf(buf, cap, "%.1f GiB", (double)b / (double)(UINT64_C(1) << 30));
+	else
+		snprintf(buf, cap, "%.1f MiB", (double)b / (double)(UINT64_C(1) << 20));
+}
+
+/* A segment this start would create must fit the memory it can have
+ * (tb_seg_fits): refused before anything is created, naming --ring-events
+ * or --slots when given, else every size option. An existing segment is
+ * attached whatever the sizes say, unless --fresh removes it. */
+static bool segment_fits(const struct cli *o)
+{
+	uint64_t need, room;
+	if ((!o->cfg.fresh && tb_seg_exists(o->cfg.dir, o->cfg.bus)) ||
+	    tb_seg_fits(o->cfg.dir, &o->cfg.seg, &need, &room) == 0)
+		return true;
+	char needs[32], has[32], what[160];
+	show_bytes(needs, sizeof(needs), need);
+	show_bytes(has, sizeof(has), room);
+	snprintf(what, sizeof(what), "%u rings (--slots) of %u events (--ring-events)", o->cfg.seg.slot_count,
+		 o->cfg.seg.ring_capacity);
+	if (o->ring_arg || o->slots_arg)
+		fprintf(stderr, "tailbusd: bad value '%s' for --%s: a segment of %s would take %s, "
+			"more than the %s of memory it can have\n",
+			o->ring_arg ? o->ring_arg : o->slots_arg, o->ring_arg ? "ring-events" : "slots", what,
+			needs, has);
+	else
+		fprintf(stderr, "tailbusd: the segment (%s, --metrics, --live-heap) would take %s, more "
+			"than the %s of memory it can have\n", what, needs, has);
+	return false;
+}
+
 static int tune_process(const struct cli *o)
 {
 	/* the drain threads pin themselves; this thread is the closer's */
@@ -273,9 +321,16 @@ static int detach_to(const char *log_dir)
 	char path[PATH_MAX];
 	mkdir(log_dir, 0750);
 	snprintf(path, sizeof(path), "%s/tailbusd.out", log_dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	/* never through a symlink, nor held by a FIFO planted there */
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -EINVAL;
+	}
 	if (daemon(1, 1) < 0)
 		return -errno;
 	dup2(fd, STDOUT_FILENO);
@@ -291,6 +346,8 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc > 0 ? 0 : 2;
+	if (!segment_fits(&o))
+		return 2;
 	if (!o.foreground && detach_to(o.cfg.writer.dir) < 0) {
 		fprintf(stderr, "tailbusd: cannot detach: %s\n", strerror(errno));
 		return 1;
@@ -358,6 +415,9 @@ int main(int argc, char **argv)
 	if (c.seg_shrinks)
 		fprintf(stderr, "tailbusd: the segment was truncated under the collector %llu time%s\n",
 			(unsigned long long)c.seg_shrinks, c.seg_shrinks == 1 ? "" : "s");
+	if (c.seg_header_changes)
+		fprintf(stderr, "tailbusd: the segment's header was changed under the collector %llu time%s\n",
+			(unsigned long long)c.seg_header_changes, c.seg_header_changes == 1 ? "" : "s");
 	printf("tailbusd: stopped; %s complete\n", tb_writer_log_path(c.writer));
 	tb_segguard_uninstall(&c);
 	tb_collector_close(&c);

@@ -235,6 +235,15 @@ ssize_t tb_schedule_fill(int64_t start_ns, uint64_t rate_per_sec, int64_t *out, 
 	return (ssize_t)n;
 }
 
+uint64_t tb_schedule_count(int64_t duration_ns, uint64_t rate_per_sec)
+{
+	if (duration_ns <= 0)
+		return 0;
+	/* requests i with floor(i * 1e9 / rate) < D */
+	tb_u128 n = ((tb_u128)duration_ns * rate_per_sec + TB_NS_PER_SEC - 1) / TB_NS_PER_SEC;
+	return n > UINT64_MAX ? UINT64_MAX : (uint64_t)n;
+}
+
 /* --- Single FIFO server --------------------------------------------------- */
 
 /* Where request i stands: when it was sent and when it completed. */

@@ -99,14 +99,10 @@ int32_t tb_hist_counts_len(int64_t lowest, int64_t highest, int sig_digits)
 int tb_hist_init_at(tb_hist *h, int64_t lowest, int64_t highest, int sig_digits,
 		    int64_t *counts, size_t len)
 {
-	int32_t need = layout(h, lowest, highest, sig_digits);
-	if (need < 0)
-		return need;
-	if (!counts || len < (size_t)need)
-		return -EINVAL;
-	h->counts = counts;
-	memset(counts, 0, (size_t)need * sizeof(*counts));
-	return 0;
+	int rc = tb_hist_init_zeroed(h, lowest, highest, sig_digits, counts, len);
+	if (rc == 0)
+		memset(counts, 0, (size_t)h->counts_len * sizeof(*counts));
+	return rc;
 }
 
 int tb_hist_init_zeroed(tb_hist *h, int64_t lowest, int64_t highest, int sig_digits,

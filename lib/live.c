@@ -12,6 +12,12 @@
  * (newest, count, hist_len, frame_pos) is bounded by the reader's own
  * validated layout before use, so a corrupt live area yields an error or
  * garbage figures, never an out-of-bounds read.
+ *
+ * A window (tb_live_read_window) is read one interval at a time, so a
+ * publish may come between two reads and move every age up by one. The
+ * intervals' start times tell: they must fall strictly from the newest to
+ * the oldest, and a walk in which they do not is thrown away and begun
+ * again.
  */
 #include "tailbus/live.h"
 
@@ -150,5 +156,38 @@ int tb_live_read(const tb_seg *s, uint32_t id, uint32_t age, tb_live_interval *s
 			rc = rc == 0 && tb_hist_total(h) == c.iv.count ? 0 : -EBADMSG;
 	}
 	free(c.hist);
+	return rc;
+}
+
+/* One walk over ages 0..n-1; -ESTALE when start times did not fall strictly. */
+static int walk_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
+		       const tb_live_window_fns *fns, void *arg)
+{
+	int64_t previous_start = INT64_MAX;
+	for (uint32_t age = 0; age < n; age++) {
+		tb_live_interval iv;
+		int rc = tb_live_read(s, id, age, &iv, scratch);
+		if (rc == -ENOENT || rc == -ERANGE)
+			return 0; /* fewer intervals published than the window holds */
+		if (rc < 0)
+			return rc;
+		if (iv.start_ns >= previous_start)
+			return -ESTALE;
+		previous_start = iv.start_ns;
+		rc = fns->interval(arg, &iv, scratch);
+		if (rc != 0)
+			return rc > 0 ? 0 : rc;
+	}
+	return 0;
+}
+
+int tb_live_read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
+			const tb_live_window_fns *fns, void *arg)
+{
+	int rc = -ESTALE;
+	for (int i = 0; i < TB_LIVE_WINDOW_TRIES && rc == -ESTALE; i++) {
+		fns->begin(arg);
+		rc = walk_window(s, id, n, scratch, fns, arg);
+	}
 	return rc;
 }

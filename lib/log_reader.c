@@ -18,6 +18,10 @@
  * Trailing spaces, tabs and a CR end a line without being part of it (logs
  * that passed through Windows tools or editors), as in Java's reader.
  *
+ * The text may come in parts (tb_log_reader_feed): the clock and the line
+ * count carry over from one part to the next, so a log followed as it grows
+ * reads as the same log read whole.
+ *
  * A malformed line never ends the read: the reader records its number and the
  * field at fault, skips it and returns -EINVAL; the next call reads on. Input
  * is untrusted: every field is bounded and checked before use.
@@ -244,6 +248,13 @@ void tb_log_reader_init(tb_log_reader *r, const char *text, size_t len)
 	memset(r, 0, sizeof(*r));
 	r->text = text;
 	r->len = len;
+}
+
+void tb_log_reader_feed(tb_log_reader *r, const char *text, size_t len)
+{
+	r->text = text;
+	r->len = len;
+	r->pos = 0;
 }
 
 int tb_log_reader_next(tb_log_reader *r, tb_log_entry *e)

@@ -83,86 +83,71 @@ double tb_prom_native_upper(int32_t index, int schema)
 	return exp2((double)index / (1 << schema));
 }
 
-/* One non-empty HDR bucket: the value HDR reports for it (its highest
- * equivalent), its midpoint (for the sum) and its count. */
-struct hdr_bucket {
-	int64_t highest, median, count;
-};
-
-/* A walk over the non-empty buckets. It stops at the bucket of the largest
- * value recorded (hist.h keeps max_raw exact), so a narrow distribution
- * costs little. */
-struct hdr_walk {
-	const tb_hist *h;
-	int32_t at, end;
-};
-
-static void walk_init(struct hdr_walk *w, const tb_hist *h)
+/* The sum of a walk's values, in nanoseconds, kept exactly (each bucket
+ * adds its midpoint times its count) and turned into seconds once at the
+ * end: one integer multiply-add a bucket, and a sum that does not depend on
+ * the order the buckets were added in. */
+static double sum_seconds(unsigned __int128 sum_ns)
 {
-	w->h = h;
-	w->at = 0;
-	w->end = tb_hist_index_of(h, h->max_raw < h->highest ? h->max_raw : h->highest) + 1;
-	if (w->end > h->counts_len)
-		w->end = h->counts_len;
-}
-
-/* The next non-empty bucket; false at the end. */
-static bool next_bucket(struct hdr_walk *w, struct hdr_bucket *out)
-{
-	const tb_hist *h = w->h;
-	for (int32_t i = w->at; i < w->end; i++) {
-		if (!h->counts[i])
-			continue;
-		int32_t b = (i >> h->sub_bucket_half_count_mag) - 1;
-		int64_t sb = (i & (h->sub_bucket_half_count - 1)) + h->sub_bucket_half_count;
-		if (b < 0) {
-			sb -= h->sub_bucket_half_count;
-			b = 0;
-		}
-		int64_t lowest = sb << (b + h->unit_magnitude);
-		int64_t size = INT64_C(1) << (b + h->unit_magnitude);
-		out->highest = lowest + (size - 1);
-		out->median = lowest + (size >> 1);
-		out->count = h->counts[i];
-		w->at = i + 1;
-		return true;
-	}
-	w->at = w->end;
-	return false;
-}
-
-static double bucket_sum_s(const struct hdr_bucket *b)
-{
-	return (double)b->median * (double)b->count / NS_PER_S;
+	return (double)sum_ns / NS_PER_S;
 }
 
 /* A position in the native buckets: index k = (e - 1) n + j, upper bound
- * bounds[j] x 2^e. */
+ * bounds[j] x 2^e seconds. `fits_ns` is the largest whole number of
+ * nanoseconds that the bucket holds, in the same arithmetic as
+ * cursor_find's (ns / 1e9 <= upper): a value up to it needs no division. */
 struct native_cursor {
 	const double *bounds;
 	int n, j, e;
 	int32_t k;
 	double upper;
+	int64_t fits_ns;
 };
+
+static double ns_to_s(int64_t ns)
+{
+	return (double)ns / NS_PER_S;
+}
+
+/* Division by 1e9 rounds monotonically, so the values the bucket holds are
+ * a prefix of the integers: step from upper x 1e9 to its last member. */
+static void cursor_set_upper(struct native_cursor *c)
+{
+	c->upper = ldexp(c->bounds[c->j], c->e);
+	double f = floor(c->upper * NS_PER_S);
+	if (!(f < 9e18)) { /* past any int64 value: everything fits */
+		c->fits_ns = INT64_MAX;
+		return;
+	}
+	int64_t n = f < 0 ? -1 : (int64_t)f;
+	while (ns_to_s(n + 1) <= c->upper)
+		n++;
+	while (n >= 0 && ns_to_s(n) > c->upper)
+		n--;
+	c->fits_ns = n;
+}
 
 static void cursor_at(struct native_cursor *c, int32_t k)
 {
 	c->k = k;
 	c->j = (int)(((k % c->n) + c->n) % c->n);
 	c->e = (int)((k - c->j) / c->n) + 1;
-	c->upper = ldexp(c->bounds[c->j], c->e);
+	cursor_set_upper(c);
 }
 
-/* Advance to the bucket holding v (seconds), never backwards. */
-static int32_t cursor_find(struct native_cursor *c, double v)
+/* Advance to the bucket holding ns, never backwards. */
+static int32_t cursor_find(struct native_cursor *c, int64_t ns)
 {
+	if (ns <= c->fits_ns)
+		return c->k;
+	double v = ns_to_s(ns);
 	while (v > c->upper) {
 		c->k++;
 		if (++c->j == c->n) {
 			c->j = 0;
 			c->e++;
 		}
-		c->upper = ldexp(c->bounds[c->j], c->e);
+		cursor_set_upper(c);
 	}
 	return c->k;
 }
@@ -188,52 +173,123 @@ static int native_prepare(const tb_hist *h, int schema, const double *bounds, tb
 	return 0;
 }
 
+/* The end of the slots a walk looks at: the slot of the largest value
+ * recorded (hist.h keeps max_raw exact), so a narrow distribution costs
+ * little. */
+static int32_t walk_end(const tb_hist *h)
+{
+	int32_t end = tb_hist_index_of(h, h->max_raw < h->highest ? h->max_raw : h->highest) + 1;
+	return end < h->counts_len ? end : h->counts_len;
+}
+
+/* The slots of one HDR bucket (an octave): slot i holds the values
+ * [(i - base) << shift, ((i - base) + 1) << shift), i in [from, to). */
+struct octave {
+	int32_t from, to, base, shift;
+};
+
+static void octave_of(const tb_hist *h, int32_t i, struct octave *o)
+{
+	int32_t half = h->sub_bucket_half_count;
+	int32_t b = (i >> h->sub_bucket_half_count_mag) - 1;
+	if (b < 0) { /* the first bucket: 2 x half slots from 0 */
+		*o = (struct octave){0, 2 * half, 0, h->unit_magnitude};
+		return;
+	}
+	*o = (struct octave){(b + 1) * half, (b + 2) * half, b * half, b + h->unit_magnitude};
+}
+
+/* The largest value slot i reports (its highest equivalent). */
+static int64_t slot_highest(const struct octave *o, int32_t i)
+{
+	return ((int64_t)(i - o->base + 1) << o->shift) - 1;
+}
+
 /* One walk of h into either view or both (NULL: not wanted; `native`
- * prepared by native_prepare). */
+ * prepared by native_prepare). It moves in runs of slots that fall into
+ * the same classic bucket and the same native bucket, found from the
+ * bounds, and sums each run's counts in a tight loop: the cost is a few
+ * instructions a slot, however many slots are filled. */
 static void walk_views(const tb_hist *h, const double *bounds, tb_prom_native *native,
 		       tb_prom_classic *classic)
 {
-	struct native_cursor c = {.bounds = bounds};
+	struct native_cursor c = {.bounds = bounds, .fits_ns = INT64_MAX};
+	bool buckets = native && native->n; /* false: every value goes to the zero bucket */
 	uint32_t used = 0;
-	if (native) {
+	if (buckets) {
 		c.n = 1 << native->schema;
 		cursor_at(&c, native->first);
 	}
-	int64_t bound[TB_PROM_CLASSIC_BOUNDS];
+	int64_t bound[TB_PROM_CLASSIC_BOUNDS + 1];
 	for (int k = 0; k < TB_PROM_CLASSIC_BOUNDS; k++)
 		bound[k] = tb_prom_classic_bound_ns(k);
-	int k = 0; /* the first classic bound >= the bucket's value; TB_PROM_CLASSIC_BOUNDS: +Inf */
-	double sum = 0;
-	struct hdr_bucket hb;
-	struct hdr_walk w;
-	walk_init(&w, h);
-	while (next_bucket(&w, &hb)) {
-		sum += bucket_sum_s(&hb);
+	bound[TB_PROM_CLASSIC_BOUNDS] = INT64_MAX; /* +Inf */
+	int k = 0; /* the first classic bound >= the run's values */
+	unsigned __int128 sum_ns = 0;
+	int32_t end = walk_end(h);
+	struct octave o;
+	octave_of(h, 0, &o);
+	for (int32_t i = 0; i < end;) {
+		if (i == o.to)
+			octave_of(h, i, &o);
+		int64_t highest = slot_highest(&o, i);
+		int64_t limit = INT64_MAX; /* the run's values stay <= limit */
 		if (classic) {
-			while (k < TB_PROM_CLASSIC_BOUNDS && bound[k] < hb.highest)
+			while (bound[k] < highest)
 				k++;
-			classic->cumulative[k] += (uint64_t)hb.count;
+			limit = bound[k];
 		}
+		int32_t bucket = 0;
+		bool zero = native && (!buckets || highest == 0); /* to the zero bucket */
+		if (buckets && !zero) {
+			bucket = cursor_find(&c, highest);
+			if (c.fits_ns < limit)
+				limit = c.fits_ns;
+		}
+		/* the run: slots i .. run_end - 1, all of highest <= limit */
+		int32_t run_end = o.to < end ? o.to : end;
+		if (highest == 0) {
+			run_end = i + 1; /* the value 0 alone */
+		} else if (limit < INT64_MAX) {
+			/* limit >= highest, so the run holds slot i at least */
+			int64_t last = ((limit + 1) >> o.shift) + o.base; /* first slot past limit */
+			if (last < run_end)
+				run_end = (int32_t)last;
+		}
+		uint64_t n = 0;
+		unsigned __int128 at = 0; /* sum of count x (slot - base) */
+		for (int32_t x = i; x < run_end; x++) {
+			uint64_t v = (uint64_t)h->counts[x];
+			n += v;
+			at += (unsigned __int128)v * (uint64_t)(x - o.base);
+		}
+		i = run_end;
+		if (!n)
+			continue;
+		/* each slot's midpoint: (slot - base) << shift, plus half its width */
+		sum_ns += (at << o.shift) + (unsigned __int128)n * (uint64_t)((INT64_C(1) << o.shift) >> 1);
+		if (classic)
+			classic->cumulative[k] += n;
 		if (!native)
 			continue;
-		native->count += (uint64_t)hb.count;
-		if (hb.highest == 0 || !native->n) {
-			native->zero_count += (uint64_t)hb.count;
+		native->count += n;
+		if (zero) {
+			native->zero_count += n;
 			continue;
 		}
-		uint32_t i = (uint32_t)(cursor_find(&c, (double)hb.highest / NS_PER_S) - native->first);
-		if (i >= native->n) /* past h's max: cannot happen while hist.h keeps max_raw exact */
-			i = native->n - 1;
-		native->counts[i] += (uint64_t)hb.count;
-		if (i + 1 > used)
-			used = i + 1;
+		uint32_t j = (uint32_t)(bucket - native->first);
+		if (j >= native->n) /* past h's max: cannot happen while hist.h keeps max_raw exact */
+			j = native->n - 1;
+		native->counts[j] += n;
+		if (j + 1 > used)
+			used = j + 1;
 	}
 	if (native) {
 		native->n = used;
-		native->sum = sum;
+		native->sum = sum_seconds(sum_ns);
 	}
 	if (classic) {
-		classic->sum = sum;
+		classic->sum = sum_seconds(sum_ns);
 		for (int j = 1; j <= TB_PROM_CLASSIC_BOUNDS; j++)
 			classic->cumulative[j] += classic->cumulative[j - 1];
 	}

@@ -149,61 +149,49 @@ static int add_interval(tb_prom_export *e, struct bus *b, uint32_t id, uint32_t 
 	return tb_hist_add_growing(&m->hist, &e->scratch);
 }
 
-/* The starts of metric `id`'s intervals newer than last_start, newest first. */
-static int new_starts(const struct bus *b, uint32_t id, int64_t *starts, uint32_t *n)
+/* The starts of a metric's intervals newer than `last`, newest first. */
+struct new_starts {
+	int64_t last;
+	int64_t *starts;
+	uint32_t n;
+};
+
+static void starts_begin(void *arg)
 {
-	int64_t last = b->metrics[id].last_start, previous = INT64_MAX;
-	*n = 0;
-	for (uint32_t age = 0; age < b->seg->layout.live_intervals; age++) {
-		tb_live_interval iv;
-		int rc = tb_live_read(b->seg, id, age, &iv, NULL);
-		if (rc == -ENOENT || rc == -ERANGE)
-			return 0;
-		if (rc < 0)
-			return rc;
-		if (iv.start_ns >= previous)
-			return -ESTALE; /* a publish moved the ages under us */
-		if (iv.start_ns <= last)
-			return 0;
-		previous = iv.start_ns;
-		starts[(*n)++] = iv.start_ns;
-	}
+	((struct new_starts *)arg)->n = 0;
+}
+
+static int starts_interval(void *arg, const tb_live_interval *iv, const tb_hist *h)
+{
+	struct new_starts *ns = arg;
+	(void)h;
+	if (iv->start_ns <= ns->last)
+		return 1;
+	ns->starts[ns->n++] = iv->start_ns;
 	return 0;
 }
 
-#define STALE_RETRIES 8
-
 static int follow_metric(tb_prom_export *e, struct bus *b, uint32_t id)
 {
+	static const tb_live_window_fns fns = {starts_begin, starts_interval};
 	struct metric *m = &b->metrics[id];
-	uint32_t cap = b->seg->layout.live_intervals, n = 0;
-	int64_t *starts = malloc((cap ? cap : 1) * sizeof(*starts));
-	if (!starts)
+	uint32_t cap = b->seg->layout.live_intervals;
+	struct new_starts ns = {m->last_start, malloc((cap ? cap : 1) * sizeof(int64_t)), 0};
+	if (!ns.starts)
 		return -ENOMEM;
-	int rc = -ESTALE;
-	for (int i = 0; i < STALE_RETRIES && rc == -ESTALE; i++)
-		rc = new_starts(b, id, starts, &n);
+	/* summaries only: the histograms of the new ones are read as they are added */
+	int rc = tb_live_read_window(b->seg, id, cap, NULL, &fns, &ns);
+	uint32_t n = ns.n;
 	if (rc == 0 && !b->polled) {
 		/* the baseline: what was published before the exporter does not count */
 		if (n)
-			m->last_start = starts[0];
+			m->last_start = ns.starts[0];
 		n = 0;
 	}
 	for (uint32_t k = n; rc == 0 && k-- > 0;)
-		rc = add_interval(e, b, id, k, starts[k]);
-	free(starts);
+		rc = add_interval(e, b, id, k, ns.starts[k]);
+	free(ns.starts);
 	return rc;
-}
-
-static void metric_name(const tb_seg *s, uint32_t id, char *out, size_t cap)
-{
-	char name[TB_METRIC_NAME_MAX];
-	memcpy(name, tb_seg_metric(s, id)->name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	if (tb_seg_metric_name_valid(name))
-		snprintf(out, cap, "%s", name);
-	else
-		snprintf(out, cap, "metric-%u", id);
 }
 
 static int poll_bus(tb_prom_export *e, struct bus *b)
@@ -215,7 +203,7 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 			continue;
 		struct metric *m = &b->metrics[id];
 		if (!m->followed) {
-			metric_name(b->seg, id, m->name, sizeof(m->name));
+			tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
 			m->followed = true;
 		}
 		int rc = follow_metric(e, b, id);

@@ -9,6 +9,7 @@
  * removed while the segment lives.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -22,6 +23,17 @@ bool tb_seg_metric_name_valid(const char *name)
 	if (n == 0 || n >= TB_METRIC_NAME_MAX)
 		return false;
 	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") == n;
+}
+
+void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap)
+{
+	char name[TB_METRIC_NAME_MAX];
+	memcpy(name, tb_seg_metric(s, id)->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (tb_seg_metric_name_valid(name))
+		snprintf(out, cap, "%s", name);
+	else
+		snprintf(out, cap, "metric-%u", (unsigned)id);
 }
 
 /* FNV-1a: short names, no need for more. */

@@ -1,12 +1,14 @@
 /* segment.c - creating, attaching and validating a bus segment.
  *
- * Creation: open(O_CREAT|O_EXCL|O_NOFOLLOW), fchmod to the intended mode (the
- * umask must not decide who can read latency data), size to whole pages,
- * map, lay out the regions, initialise every ring, then store the magic word
- * with release ordering: an attacher that sees the magic sees everything
- * before it.
+ * Creation: only where the segment fits the memory it would take (seg_room.c,
+ * checked before anything is created), open(O_CREAT|O_EXCL|O_NOFOLLOW), fchmod
+ * to the intended mode (the umask must not decide who can read latency data),
+ * size to whole pages, map, lay out the regions, initialise every ring, then
+ * store the magic word with release ordering: an attacher that sees the magic
+ * sees everything before it.
  *
- * Attaching: open(O_NOFOLLOW), check the owner, wait (bounded) for the magic,
+ * Attaching: open(O_NOFOLLOW), check the owner, wait (bounded) for the magic
+ * (a creator stores it last; a running collector writes back one overwritten),
  * map the header page, validate it against the file size, then map the whole
  * file. The validated header is copied into the process (tb_seg.layout) and
  * every address is computed from that copy, so a later scribble on the shared
@@ -81,9 +83,14 @@ int tb_seg_layout(const tb_seg_config *c, tb_seg_header *h)
 	h->ring_stride = align_up(TB_RING_HEADER_SIZE + (uint64_t)h->ring_capacity * sizeof(tb_event),
 				  4096);
 	h->fold_lanes = c->fold_lanes;
-	h->folds_off = h->rings_off + (uint64_t)h->slot_count * h->ring_stride;
 	h->fold_stride = align_up((uint64_t)h->fold_lanes * sizeof(tb_fold_lane), 4096);
-	h->total_size = h->folds_off + (uint64_t)h->slot_count * h->fold_stride;
+	/* only the rings can outgrow 64 bits: 2^32 slots of 2^31 events */
+	uint64_t rings, folds;
+	if (__builtin_mul_overflow((uint64_t)h->slot_count, h->ring_stride, &rings) ||
+	    __builtin_add_overflow(h->rings_off, rings, &h->folds_off) ||
+	    __builtin_mul_overflow((uint64_t)h->slot_count, h->fold_stride, &folds) ||
+	    __builtin_add_overflow(h->folds_off, folds, &h->total_size))
+		return -EOVERFLOW;
 	return 0;
 }
 
@@ -224,6 +231,7 @@ static int map_existing(tb_seg *s, int fd, int wait_ms, const char **why)
 		return fail(why, "the segment file is accessible to other users; refusing it", -EACCES);
 	int prot = (s->flags & TB_SEG_READONLY) ? PROT_READ : PROT_READ | PROT_WRITE;
 	tb_seg_header h;
+	uint64_t magic = 0;
 	for (int waited = 0;; waited++) {
 		if (fstat(fd, &st) < 0)
 			return fail(why, "cannot stat the segment file", -errno);
@@ -231,13 +239,18 @@ static int map_existing(tb_seg *s, int fd, int wait_ms, const char **why)
 			void *p = mmap(NULL, TB_HEADER_SIZE, PROT_READ, MAP_SHARED, fd, 0);
 			if (p == MAP_FAILED)
 				return fail(why, "cannot map the segment header", -errno);
-			uint64_t magic = __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE);
+			magic = __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE);
 			memcpy(&h, p, sizeof(h));
 			h.magic = magic;
 			munmap(p, TB_HEADER_SIZE);
 			if (magic == TB_SEG_MAGIC)
 				break;
 		}
+		/* a magic not ours may be written back by a running collector
+		 * (segguard.c): it is waited for as long as a creator's */
+		if (waited >= wait_ms && magic)
+			return fail(why, "header: bad magic (not a tailbus segment, or its header was "
+					 "overwritten and no collector wrote it back)", -EINVAL);
 		if (waited >= wait_ms)
 			return fail(why, "the segment was never initialised (its creator may have died); "
 					 "remove it or start tailbusd with --fresh", -ETIMEDOUT);
@@ -396,7 +409,11 @@ int tb_seg_open(tb_seg *s, const char *dir, const char *bus, const tb_seg_config
 	for (int i = 0; i < n; i++) {
 		seg_path(path, dirs[i], bus);
 		const char *step_why = NULL;
-		int rc = create_new(s, path, pages[i], cfg, &step_why);
+		int rc = tb_seg_need(cfg, pages[i]) > tb_seg_room(dirs[i], pages[i])
+				 ? fail(&step_why, pages[i] ? "not enough free huge pages for the segment"
+							    : "the segment would not fit in the memory available",
+					-ENOMEM)
+				 : create_new(s, path, pages[i], cfg, &step_why);
 		if (rc == -EEXIST) /* lost the race: attach to the winner's */
 			return tb_seg_open(s, dirs[i], bus, cfg, flags & ~TB_SEG_CREATE, why);
 		if (rc == 0) {
@@ -425,6 +442,19 @@ void tb_seg_close(tb_seg *s)
 		close(s->fd);
 	s->base = NULL;
 	s->fd = -1;
+}
+
+bool tb_seg_exists(const char *dir, const char *bus)
+{
+	char dirs[2][PATH_MAX], path[PATH_MAX];
+	size_t pages[2];
+	struct stat st;
+	int n = tb_seg_dirs(dir, dirs, pages);
+	for (int i = 0; bus_name_valid(bus) && i < n; i++) {
+		if (seg_path(path, dirs[i], bus) == 0 && lstat(path, &st) == 0)
+			return true;
+	}
+	return false;
 }
 
 int tb_seg_unlink(const char *dir, const char *bus)

@@ -1,5 +1,18 @@
-/* sweep.c - the knee and the low-load tail of a load sweep (tailbus/sweep.h). */
+/* sweep.c - a load sweep's rates, its knee, its low-load tail, and the growth
+ * of one run's latency (tailbus/sweep.h). */
+#include <math.h>
+
 #include "tailbus/sweep.h"
+
+void tb_sweep_rates(uint64_t from, uint64_t to, size_t steps, uint64_t *rates)
+{
+	for (size_t k = 0; k < steps; k++) {
+		double span = (double)(to - from);
+		rates[k] = steps == 1 ? from
+				      : (uint64_t)llround((double)from +
+							  span * (double)k / (double)(steps - 1));
+	}
+}
 
 int tb_sweep_knee(const tb_sweep_point *p, size_t n, int *rule)
 {
@@ -37,4 +50,20 @@ int tb_sweep_tail(const tb_sweep_point *p, size_t n, int knee)
 			verdict = TB_TAIL_MACHINE;
 	}
 	return verdict;
+}
+
+bool tb_sweep_growing(const tb_sweep_row *rows, size_t n, int64_t machine_gap_ns)
+{
+	const tb_sweep_row *first = NULL, *last = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].count >= TB_SWEEP_ROW_MIN_COUNT) {
+			if (!first)
+				first = &rows[i];
+			last = &rows[i];
+		}
+	}
+	/* a rise no larger than the serving thread's longest gap is the machine */
+	return first && last != first &&
+	       (double)last->p50 > TB_SWEEP_GROWTH_RATIO * (double)first->p50 &&
+	       last->p50 - first->p50 > machine_gap_ns;
 }

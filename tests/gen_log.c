@@ -26,6 +26,7 @@
 #include "tailbus/codec.h"
 #include "tailbus/hist.h"
 #include "tailbus/log.h"
+#include "tailbus/rand.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -56,19 +57,10 @@ static const struct stream streams[] = {
 static const double levels[] = {50.0, 90.0, 99.0, 99.9, 99.99};
 static const char *const level_keys[] = {"p50", "p90", "p99", "p99_9", "p99_99"};
 
-/* splitmix64 (Steele, Lea, Flood 2014): a full-period 64-bit generator. */
-static uint64_t next_u64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Log-uniform in [lo, hi]: equal numbers of samples per decade. */
 static int64_t next_value(uint64_t *state, int64_t lo, int64_t hi)
 {
-	double u = (double)(next_u64(state) >> 11) / (double)(1ULL << 53);
+	double u = (double)(tb_splitmix64(state) >> 11) / (double)(1ULL << 53);
 	double v = exp(log((double)lo) + u * (log((double)hi) - log((double)lo)));
 	int64_t n = (int64_t)v;
 	return n < lo ? lo : (n > hi ? hi : n);

@@ -30,6 +30,7 @@
 #include "tailbus/codec.h"
 #include "tailbus/hist.h"
 #include "tailbus/log.h"
+#include "tailbus/rand.h"
 
 /* Sun Nov 30 18:00:00 UTC 2025, the example in docs/formats.md, Interval log. */
 #define START_TIME_SEC 1764525600.0
@@ -47,19 +48,10 @@ struct config {
 	bool open_loop;
 };
 
-/* splitmix64 (Steele, Lea, Flood 2014). */
-static uint64_t next_u64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Uniform in (0, 1]. */
 static double next_unit(uint64_t *state)
 {
-	return ((double)(next_u64(state) >> 11) + 1.0) / (double)(1ULL << 53);
+	return ((double)(tb_splitmix64(state) >> 11) + 1.0) / (double)(1ULL << 53);
 }
 
 /* Standard normal by Box-Muller (one of the pair; simple and exact enough). */

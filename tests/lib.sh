@@ -154,3 +154,19 @@ emit() { # bus, then tb_emit args: tb_emit on the bus of start_collector
 	shift
 	TAILBUS_DIR="$tmp/$bus/seg" "$TB_EMIT" --bus "$bus" "$@"
 }
+
+# logged_as_sent BUS: every metric tb_emit --expect wrote to $tmp/BUS/gexp is
+# in the bus's logs with the count, p99 and max it sent (exactly)
+logged_as_sent() {
+	local bus=$1
+	"$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format json >"$tmp/$bus/r.json" 2>/dev/null || true
+	python3 - "$tmp/$bus/r.json" "$tmp/$bus/gexp" <<'PY'
+import json, sys
+got = {t["tag"]: t for t in json.load(open(sys.argv[1]))["tags"]}
+for line in open(sys.argv[2]):
+    name, total, p50, p90, p99, p999, p9999, mx = line.split()
+    t = got.get(name)
+    if not t or t["count"] != int(total) or t["p99"] != int(p99) or t["max"] != int(mx):
+        sys.exit("  %s: log %s, sent total %s p99 %s max %s" % (name, t, total, p99, mx))
+PY
+}

@@ -5,7 +5,8 @@
 # --rotate-seconds 1m, --rotate-bytes 10M) on a real collector and bus, --dir
 # for load, --version on tailbus, every verb and tailbusd (meson's project
 # version), and refusals of junk, negatives and overflow as one sentence
-# "PROGRAM: bad value 'X' for --OPT: why" with exit 2 (1 for bad data).
+# "PROGRAM: bad value 'X' for --OPT: why" with exit 2 (1 for bad data),
+# among them a tailbusd segment larger than the memory it could have.
 #
 # Needs: TAILBUS, TAILBUSD, TB_VERSION (meson's project version).
 set -euo pipefail
@@ -147,6 +148,23 @@ bad_values() {
 			"$TAILBUS" clock --samples 1e3
 }
 check "junk, negatives, zero and overflow: 'bad value ... for --OPT: why', exit 2" bad_values
+
+# a segment larger than the memory the machine can give it: refused at
+# once (not after minutes of faulting it in), naming the option, before
+# anything is created (no segment, lock, log directory)
+too_large() {
+	local d="$tmp/room" start=$SECONDS
+	mkdir -p "$d"
+	refused "^tailbusd: bad value '2147483648' for --ring-events: a segment of 16 rings \(--slots\) of 2147483648 events \(--ring-events\) would take 512.0 GiB, more than the .* of memory it can have$" \
+		timeout 10 "$TAILBUSD" --bus big --dir "$d" --log-dir "$d/log" --foreground --ring-events 2147483648 &&
+		refused "^tailbusd: bad value '1048576' for --ring-events: a segment of 100000 rings \(--slots\) of 1048576 events" \
+			timeout 10 "$TAILBUSD" --bus big --dir "$d" --log-dir "$d/log" --foreground --slots 100000 --ring-events 1048576 &&
+		refused "^tailbusd: bad value '4000000000' for --slots: a segment of 4000000000 rings \(--slots\) of 65536 events \(--ring-events\) would take" \
+			timeout 10 "$TAILBUSD" --bus big --dir "$d" --log-dir "$d/log" --foreground --slots 4000000000 || return 1
+	[[ -z $(ls -A "$d") ]] || { echo "  left behind: $(ls -A "$d")"; return 1; }
+	[[ $((SECONDS - start)) -le 5 ]] || { echo "  took $((SECONDS - start)) s"; return 1; }
+}
+check "a segment larger than the memory available: refused at once, the option named, no file made" too_large
 
 # an option no program knows, or one without its value: the first line says
 # which, in the program's name, exit 2

@@ -18,16 +18,9 @@
 #include <time.h>
 
 #include "tailbus/producer.h"
+#include "tailbus/rand.h"
 
 #define NS_PER_S 1000000000ULL
-
-static uint64_t next_random(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 int main(int argc, char **argv)
 {
@@ -57,7 +50,7 @@ int main(int argc, char **argv)
 			struct timespec nap = {0, 200000};
 			nanosleep(&nap, NULL);
 		}
-		int i = (int)(next_random(&state) % (uint64_t)distinct);
+		int i = (int)(tb_splitmix64(&state) % (uint64_t)distinct);
 		double f = distinct > 1 ? (double)i / (distinct - 1) : 0;
 		uint64_t latency = (uint64_t)llround(low * pow(high / low, f));
 		uint64_t done = tb_now(p);

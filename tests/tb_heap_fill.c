@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "collector.h"
+#include "collector_scratch.h" /* wide_latency */
 #include "tailbus/live.h"
 #include "tailbus/producer.h"
 
@@ -26,16 +27,6 @@
 #define WIDE_BATCHES 4
 #define WIDE_SPANS 3000 /* a batch: less than a ring */
 #define RING_EVENTS 4096
-
-/* Latencies log-spread over 1 ns .. 2^40 ns: thousands of distinct buckets. */
-static uint64_t wide_latency(uint64_t *z)
-{
-	uint64_t x = (*z += 0x9e3779b97f4a7c15ULL);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return 1 + ((x >> 8) & ((UINT64_C(1) << (x % 40 + 1)) - 1));
-}
 
 static int fill(tb_collector *c, tb_producer *p, tb_metric_t m, uint32_t *published)
 {

@@ -2,6 +2,7 @@
  *
  *   tb_scribble --bus B --thread NAME --what indices|mask|metrics|header-copy
  *   tb_scribble --bus B --what slots [--round R]
+ *   tb_scribble --bus B --what header-magic|header-size|header-layout
  *
  * indices: pushes the producer index of NAME's ring far past its consumer;
  * mask:    overwrites the ring header's size and mask;
@@ -11,10 +12,14 @@
  *          slot i (plus the round) choosing which: a state that is none,
  *          CLAIMED by a running process (pid 1), LIVE or QUARANTINED with
  *          pid 1 and a start time that is not init's, or none at all.
+ * header-magic: a magic that is not tailbus's; header-size: a total size
+ *          one page larger (no longer the layout's); header-layout: the
+ *          header of a valid layout with one slot less, whole.
  * The collector must report and quarantine what it cannot trust, keep
  * serving the other rings, and never read out of bounds.
  */
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +62,31 @@ static void scribble_slots(tb_seg *s, int round)
 	}
 }
 
+static int scribble_header(tb_seg *s, const char *what)
+{
+	tb_seg_header *h = (tb_seg_header *)s->base;
+	if (!strcmp(what, "magic")) {
+		__atomic_store_n(&h->magic, UINT64_C(0x5448475548), __ATOMIC_RELEASE);
+	} else if (!strcmp(what, "size")) {
+		h->total_size += 4096;
+	} else if (!strcmp(what, "layout")) {
+		tb_seg_config c = {s->layout.slot_count - 1, s->layout.ring_capacity, s->layout.metric_capacity,
+				   s->layout.live_intervals, (gid_t)-1, 0, s->layout.fold_lanes,
+				   s->layout.live_heap_bytes};
+		tb_seg_header want;
+		if (c.slot_count == 0 || tb_seg_layout(&c, &want) < 0)
+			return 1;
+		want.magic = TB_SEG_MAGIC;
+		want.page_size = h->page_size;
+		want.creator_pid = h->creator_pid;
+		want.created_realtime_ns = h->created_realtime_ns;
+		memcpy(h, &want, offsetof(tb_seg_header, collector_heartbeat_ns));
+	} else {
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *bus = NULL, *thread = NULL, *what = NULL;
@@ -91,6 +121,11 @@ int main(int argc, char **argv)
 		}
 		tb_seg_close(&s);
 		return 0;
+	}
+	if (!strncmp(what, "header-", 7)) {
+		int rc = scribble_header(&s, what + 7);
+		tb_seg_close(&s);
+		return rc;
 	}
 	if (!strcmp(what, "slots")) {
 		scribble_slots(&s, round);

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "tailbus/analysis.h"
+#include "tailbus/rand.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -405,6 +406,21 @@ static void test_schedule_refuses_times_past_int64_untouched(void **state)
 	assert_int_equal(due_at(INT64_MAX - TB_NS_PER_SEC, 1, 1), INT64_MAX);
 }
 
+/* The count agrees with tb_schedule_at: the last request counted is due
+ * before the end, the next one is not. */
+static void test_schedule_count_is_the_requests_due_before_the_end(void **state)
+{
+	(void)state;
+	assert_int_equal(tb_schedule_count(TB_NS_PER_SEC, 3), 3);
+	assert_int_equal(tb_schedule_count(TB_NS_PER_SEC + 1, 3), 4);
+	assert_int_equal(tb_schedule_count(TB_NS_PER_SEC / 3, 3), 1);
+	assert_int_equal(tb_schedule_count(TB_NS_PER_SEC / 3 + 1, 3), 2);
+	assert_int_equal(due_at(0, 3, 1), TB_NS_PER_SEC / 3);
+	assert_int_equal(tb_schedule_count(0, 1000), 0);
+	assert_int_equal(tb_schedule_count(-5, 1000), 0);
+	assert_int_equal(tb_schedule_count(INT64_MAX, 1000000000), (uint64_t)INT64_MAX);
+}
+
 /* --- Single FIFO server --------------------------------------------------- */
 
 /* Intended every 10 ns; request 1 takes 25 ns, so 2 and 3 queue behind it. */
@@ -437,24 +453,15 @@ static void test_fifo_closed_loop_measures_from_late_send(void **state)
 	assert_memory_equal(open, want_open, sizeof(want_open));
 }
 
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Random bursty arrivals and service times (fixed seed, reproducible). */
 static void random_run(uint64_t *seed, int64_t *intended, int64_t *service, size_t n)
 {
-	int64_t t = (int64_t)(splitmix64(seed) % 1000) - 500;
+	int64_t t = (int64_t)(tb_splitmix64(seed) % 1000) - 500;
 
 	for (size_t i = 0; i < n; i++) {
-		t += splitmix64(seed) % 4 == 0 ? 0 : (int64_t)(splitmix64(seed) % 100);
+		t += tb_splitmix64(seed) % 4 == 0 ? 0 : (int64_t)(tb_splitmix64(seed) % 100);
 		intended[i] = t;
-		service[i] = (int64_t)(splitmix64(seed) % 120);
+		service[i] = (int64_t)(tb_splitmix64(seed) % 120);
 	}
 }
 
@@ -466,7 +473,7 @@ static void test_fifo_open_loop_latency_is_closed_loop_latency_plus_send_lag(voi
 
 	(void)state;
 	for (int run = 0; run < RUNS; run++) {
-		size_t n = 1 + splitmix64(&seed) % N;
+		size_t n = 1 + tb_splitmix64(&seed) % N;
 
 		random_run(&seed, intended, service, n);
 		assert_int_equal(tb_fifo_closed_loop_latencies(intended, service, n, closed), 0);
@@ -611,6 +618,7 @@ int main(void)
 		cmocka_unit_test(test_schedule_entry_3_million_is_exactly_1e15_after_start),
 		cmocka_unit_test(test_schedule_rate_zero_is_empty),
 		cmocka_unit_test(test_schedule_refuses_times_past_int64_untouched),
+		cmocka_unit_test(test_schedule_count_is_the_requests_due_before_the_end),
 		cmocka_unit_test(test_fifo_done_waits_for_busy_server),
 		cmocka_unit_test(test_fifo_closed_loop_measures_from_late_send),
 		cmocka_unit_test(test_fifo_open_loop_latency_is_closed_loop_latency_plus_send_lag),

@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "tailbus/codec.h"
+#include "tailbus/rand.h"
 
 #define RAW_H 3600000000LL
 #define HOUR_NS 3600000000000LL
@@ -109,14 +110,6 @@ static void golden_payload_decodes_to_the_raw_fixture(void **state)
 	tb_hist_free(&raw);
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static void random_histograms_round_trip_exactly(void **state)
 {
 	(void)state;
@@ -128,11 +121,11 @@ static void random_histograms_round_trip_exactly(void **state)
 		memset(&back, 0, sizeof(back));
 		int k = round % 5;
 		assert_int_equal(tb_hist_init(&h, lowest[k], HOUR_NS, digits[k]), 0);
-		int n = (int)(rng_next(&seed) % 5000);
+		int n = (int)(tb_splitmix64(&seed) % 5000);
 		for (int i = 0; i < n; i++) {
-			int shift = (int)(rng_next(&seed) % 42);
-			int64_t count = (int64_t)(rng_next(&seed) % 3 == 0 ? rng_next(&seed) % 100000 : 1);
-			tb_hist_record_n(&h, (int64_t)(rng_next(&seed) >> (63 - shift)), count);
+			int shift = (int)(tb_splitmix64(&seed) % 42);
+			int64_t count = (int64_t)(tb_splitmix64(&seed) % 3 == 0 ? tb_splitmix64(&seed) % 100000 : 1);
+			tb_hist_record_n(&h, (int64_t)(tb_splitmix64(&seed) >> (63 - shift)), count);
 		}
 		struct buffers b;
 		buffers_for(&b, &h);
@@ -208,16 +201,22 @@ static void c_style_lone_zero_is_accepted(void **state)
 	tb_hist_free(&h);
 }
 
+/* A refusal's reason names the field at fault; h is freed. */
+static void expect_reason(tb_hist *h, const char *why, const char *field)
+{
+	assert_non_null(why);
+	if (!strstr(why, field))
+		fail_msg("reason '%s' does not name '%s'", why, field);
+	tb_hist_free(h);
+}
+
 static void expect_inner_rejected(const uint8_t *buf, size_t n, int rc, const char *field)
 {
 	tb_hist h;
 	memset(&h, 0, sizeof(h));
 	const char *why = NULL;
 	assert_int_equal(tb_v2_decode_inner(buf, n, &h, &why), rc);
-	assert_non_null(why);
-	if (!strstr(why, field))
-		fail_msg("reason '%s' does not name '%s'", why, field);
-	tb_hist_free(&h);
+	expect_reason(&h, why, field);
 }
 
 static void decoder_rejects_bad_inner_buffers(void **state)
@@ -258,10 +257,7 @@ static void expect_frame_rejected(const uint8_t *frame, size_t n, const char *fi
 	memset(&h, 0, sizeof(h));
 	const char *why = NULL;
 	assert_true(tb_v2_decode(frame, n, &h, &why) < 0);
-	assert_non_null(why);
-	if (!strstr(why, field))
-		fail_msg("reason '%s' does not name '%s'", why, field);
-	tb_hist_free(&h);
+	expect_reason(&h, why, field);
 }
 
 static void decoder_rejects_bad_frames(void **state)
@@ -450,11 +446,11 @@ static void decode_add_equals_decode_then_add_growing(void **state)
 		tb_hist h;
 		/* later rounds reach past the merge's highest value: it must grow */
 		assert_int_equal(tb_hist_init(&h, 1, HOUR_NS, 3), 0);
-		int n = (int)(rng_next(&seed) % 3000);
+		int n = (int)(tb_splitmix64(&seed) % 3000);
 		for (int i = 0; i < n; i++) {
-			int shift = (int)(rng_next(&seed) % (10 + round));
-			tb_hist_record_n(&h, (int64_t)(rng_next(&seed) >> (63 - shift)),
-					 (int64_t)(rng_next(&seed) % 4));
+			int shift = (int)(tb_splitmix64(&seed) % (10 + round));
+			tb_hist_record_n(&h, (int64_t)(tb_splitmix64(&seed) >> (63 - shift)),
+					 (int64_t)(tb_splitmix64(&seed) % 4));
 		}
 		if (round % 7 == 0)
 			tb_hist_record_n(&h, 0, 3); /* zeros: index 0, not a minimum */

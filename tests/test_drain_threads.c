@@ -8,7 +8,6 @@
  * wrote plus what they folded, exactly - no event lost at a switch or a
  * hand-over, none counted twice.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,8 +22,7 @@
 
 #include <cmocka.h>
 
-#include "collector.h"
-#include "tailbus/log.h"
+#include "collector_scratch.h"
 #include "tailbus/producer.h"
 
 #define BUS "drain-threads"
@@ -43,13 +41,6 @@ struct fixture {
 	pthread_mutex_t lock;
 	volatile int flooding;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void *run_collector(void *arg)
 {
@@ -101,28 +92,15 @@ static void open_collector(struct fixture *f, uint32_t drain_threads, int64_t cl
 {
 	memset(f, 0, sizeof(*f));
 	pthread_mutex_init(&f->lock, NULL);
-	snprintf(f->seg_dir, sizeof(f->seg_dir), "/tmp/tb-test-drain-seg.XXXXXX");
-	snprintf(f->log_dir, sizeof(f->log_dir), "/tmp/tb-test-drain-log.XXXXXX");
-	assert_non_null(mkdtemp(f->seg_dir));
-	assert_non_null(mkdtemp(f->log_dir));
-	setenv("TAILBUS_DIR", f->seg_dir, 1);
+	collector_scratch_make(f->seg_dir, f->log_dir, "drain");
 	tb_collector_config cfg;
-	tb_collector_config_default(&cfg);
-	cfg.bus = BUS;
-	cfg.dir = f->seg_dir;
-	cfg.writer.dir = f->log_dir;
-	cfg.fresh = true;
+	collector_scratch_config(&cfg, BUS, f->seg_dir, f->log_dir, 8);
 	cfg.interval_ns = INTERVAL_NS;
 	cfg.grace_ns = INTERVAL_NS / 5;
-	cfg.seg.slot_count = 8;
-	cfg.seg.ring_capacity = 4096;
 	cfg.drain_threads = drain_threads;
 	cfg.rebalance = false; /* the tests move rings themselves */
 	cfg.test_close_delay_ns = close_delay_ns;
-	const char *why = NULL;
-	int rc = tb_collector_open(&f->c, &cfg, &why);
-	if (rc < 0)
-		fail_msg("tb_collector_open: %s (%s)", why ? why : "?", strerror(-rc));
+	collector_open_or_fail(&f->c, &cfg);
 	assert_int_equal(pthread_create(&f->run, NULL, run_collector, f), 0);
 }
 
@@ -133,46 +111,13 @@ static void stop_and_count(struct fixture *f, int64_t *logged)
 	f->stop = 1;
 	assert_int_equal(pthread_join(f->run, NULL), 0);
 	assert_int_equal(f->rc, 0);
-	assert_int_equal(tb_writer_flush(f->c.writer), 0);
-	memset(logged, 0, METRICS * sizeof(*logged));
-	DIR *d = opendir(f->log_dir);
-	assert_non_null(d);
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n < 5 || strcmp(de->d_name + n - 5, ".hlog") != 0)
-			continue;
-		char path[256], *text;
-		size_t len;
-		snprintf(path, sizeof(path), "%s/%s", f->log_dir, de->d_name);
-		assert_int_equal(tb_read_file(path, &text, &len), 0);
-		tb_log_reader r;
-		tb_log_reader_init(&r, text, len);
-		tb_log_entry e;
-		memset(&e, 0, sizeof(e));
-		while (tb_log_reader_next(&r, &e) == 1) {
-			for (int k = 0; k < METRICS; k++) {
-				char name[8];
-				snprintf(name, sizeof(name), "m%d", k);
-				if (strcmp(e.tag, name) == 0)
-					logged[k] += tb_hist_total(&e.hist);
-			}
-		}
-		tb_log_entry_free(&e);
-		free(text);
-	}
-	closedir(d);
+	collector_log_totals(&f->c, f->log_dir, -1, logged, METRICS);
 }
 
 static void close_collector(struct fixture *f)
 {
 	tb_collector_close(&f->c);
-	tb_seg_unlink(f->seg_dir, BUS);
-	rmdir(f->seg_dir);
-	char cmd[160];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->log_dir);
-	assert_int_equal(system(cmd), 0);
-	unsetenv("TAILBUS_DIR");
+	collector_scratch_remove(f->seg_dir, f->log_dir, BUS);
 }
 
 /* Flood with PRODUCERS threads; with `move`, hand every ring to another

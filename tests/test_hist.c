@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "tailbus/hist.h"
+#include "tailbus/rand.h"
 
 #define HOUR_NS 3600000000000LL
 #define RAW_H 3600000000LL
@@ -192,20 +193,11 @@ static void zero_is_recorded_and_is_the_minimum(void **state)
 	tb_hist_free(&h);
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64: a fixed-seed generator so failures reproduce */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static void fill_random(tb_hist *h, uint64_t *seed, int n)
 {
 	for (int i = 0; i < n; i++) {
-		int shift = (int)(rng_next(seed) % 40);
-		tb_hist_record(h, (int64_t)(rng_next(seed) >> (63 - shift)));
+		int shift = (int)(tb_splitmix64(seed) % 40);
+		tb_hist_record(h, (int64_t)(tb_splitmix64(seed) >> (63 - shift)));
 	}
 }
 
@@ -228,7 +220,7 @@ static void move_is_add_then_reset(void **state)
 	for (int round = 0; round < 40; round++) {
 		tb_hist src, dst, want, empty;
 		/* other layouts too */
-		int64_t highest = round % 3 == 0 ? HOUR_NS : 1000 + (int64_t)(rng_next(&seed) % 100000);
+		int64_t highest = round % 3 == 0 ? HOUR_NS : 1000 + (int64_t)(tb_splitmix64(&seed) % 100000);
 		tb_hist_init(&src, 1, highest, 1 + round % 3);
 		assert_int_equal(src.counts_len % 16, 0); /* tb_hist_move relies on it */
 		tb_hist_init_like(&dst, &src);
@@ -237,7 +229,7 @@ static void move_is_add_then_reset(void **state)
 		fill_random(&dst, &seed, 300);
 		int n = round % 4 == 0 ? 3 : 2000; /* sparse or dense */
 		for (int i = 0; i < n; i++) {
-			int64_t v = (int64_t)(rng_next(&seed) % (uint64_t)highest);
+			int64_t v = (int64_t)(tb_splitmix64(&seed) % (uint64_t)highest);
 			tb_hist_record(&src, round % 5 == 0 ? 0 : v);
 		}
 		tb_hist_record(&src, highest); /* the top counter, in the last line */
@@ -281,9 +273,9 @@ static void percentiles_in_one_walk_match_one_at_a_time(void **state)
 	for (int round = 0; round < 30; round++) {
 		tb_hist h;
 		tb_hist_init(&h, 1, HOUR_NS, 3);
-		int samples = round == 0 ? 0 : (round < 5 ? round : 1 + (int)(rng_next(&seed) % 5000));
+		int samples = round == 0 ? 0 : (round < 5 ? round : 1 + (int)(tb_splitmix64(&seed) % 5000));
 		for (int i = 0; i < samples; i++)
-			tb_hist_record(&h, round % 7 == 0 ? 0 : (int64_t)(rng_next(&seed) >> (24 + round % 30)));
+			tb_hist_record(&h, round % 7 == 0 ? 0 : (int64_t)(tb_splitmix64(&seed) >> (24 + round % 30)));
 		tb_hist_values_at_percentiles(&h, levels, n, got);
 		for (int k = 0; k < n; k++)
 			assert_int_equal(got[k], tb_hist_value_at_percentile(&h, levels[k]));

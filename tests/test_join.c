@@ -19,24 +19,16 @@
 #include <cmocka.h>
 
 #include "join.h"
+#include "tailbus/rand.h"
 
 #define SEQ_MOD (UINT64_C(1) << 48)
 #define TIMEOUT_NS 1000
 #define SMALL_CAPACITY 16U
 #define SMALL_MAX_USED 14U /* 7/8 of SMALL_CAPACITY */
 
-static uint64_t rng_next(uint64_t *s)
-{
-	/* splitmix64: a fixed-seed generator so failures reproduce */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static uint64_t rng_below(uint64_t *s, uint64_t n)
 {
-	return rng_next(s) % n;
+	return tb_splitmix64(s) % n;
 }
 
 /* What tb_join_expire reported, per (metric, kind). */

@@ -21,16 +21,9 @@
 
 #include "metrics.pb-c.h"
 #include "tailbus/prom.h"
+#include "tailbus/rand.h"
 
 #define NS_PER_S 1e9
-
-static uint64_t rng(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 /* A histogram of the collector's layout with `n` log-spread values, 1 ns .. ~1 h. */
 static void random_hist(tb_hist *h, uint64_t seed, int n)
@@ -38,11 +31,11 @@ static void random_hist(tb_hist *h, uint64_t seed, int n)
 	assert_int_equal(tb_hist_init(h, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
 				      TB_HIST_DEFAULT_SIG_DIGITS), 0);
 	for (int i = 0; i < n; i++) {
-		double e = (double)(rng(&seed) % 1000000) / 1000000.0 * 41.0; /* 2^0 .. 2^41 ns */
+		double e = (double)(tb_splitmix64(&seed) % 1000000) / 1000000.0 * 41.0; /* 2^0 .. 2^41 ns */
 		int64_t v = (int64_t)exp2(e);
-		if (rng(&seed) % 50 == 0)
+		if (tb_splitmix64(&seed) % 50 == 0)
 			v = 0;
-		assert_int_equal(tb_hist_record_n(h, v, (int64_t)(1 + rng(&seed) % 3)), 0);
+		assert_int_equal(tb_hist_record_n(h, v, (int64_t)(1 + tb_splitmix64(&seed) % 3)), 0);
 	}
 }
 
@@ -56,7 +49,7 @@ static void native_index_brackets_its_value(void **state)
 		assert_int_equal(tb_prom_native_index(1000000001, s), 1);
 		uint64_t seed = (uint64_t)s;
 		for (int i = 0; i < 10000; i++) {
-			int64_t ns = 1 + (int64_t)(rng(&seed) % 3600000000000ULL) / (1 + (int64_t)(rng(&seed) % 1000000));
+			int64_t ns = 1 + (int64_t)(tb_splitmix64(&seed) % 3600000000000ULL) / (1 + (int64_t)(tb_splitmix64(&seed) % 1000000));
 			int32_t k = tb_prom_native_index(ns, s);
 			double v = (double)ns / NS_PER_S;
 			assert_true(tb_prom_native_upper(k - 1, s) < v * (1 + 1e-12));

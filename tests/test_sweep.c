@@ -1,4 +1,5 @@
-/* test_sweep.c - the knee and the low-load tail of a load sweep. */
+/* test_sweep.c - a load sweep's rates, its knee, its low-load tail, and the
+ * growth of one run's latency. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -74,6 +75,35 @@ static void a_long_tail_at_every_low_rate_is_a_stall(void **state)
 	assert_int_equal(tb_sweep_tail(p, 4, 1), TB_TAIL_NORMAL);
 }
 
+static void a_sweep_spaces_its_rates_evenly(void **state)
+{
+	(void)state;
+	uint64_t r[4];
+	tb_sweep_rates(1000, 2000, 4, r);
+	assert_int_equal(r[0], 1000);
+	assert_int_equal(r[1], 1333);
+	assert_int_equal(r[2], 1667);
+	assert_int_equal(r[3], 2000);
+	tb_sweep_rates(500, 500, 1, r);
+	assert_int_equal(r[0], 500);
+}
+
+static void latency_grows_when_p50_doubles_beyond_the_machine(void **state)
+{
+	(void)state;
+	tb_sweep_row rows[4] = {{100, 1000, 2000, 3000}, {100, 1500, 2000, 3000},
+				{100, 2001, 4000, 5000}, {99, 9000, 9000, 9000}};
+	/* the last row with enough samples is the third: just past 2x */
+	assert_true(tb_sweep_growing(rows, 4, 0));
+	assert_false(tb_sweep_growing(rows, 4, 1001)); /* the rise is the machine's */
+	rows[2].p50 = 2000;                            /* exactly 2x is not past it */
+	assert_false(tb_sweep_growing(rows, 4, 0));
+	assert_false(tb_sweep_growing(rows, 1, 0)); /* one row: no trend */
+	rows[0].count = 99;
+	rows[2].p50 = 3000; /* first is now the second row: 2x its 1500 */
+	assert_false(tb_sweep_growing(rows, 4, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -82,6 +112,8 @@ int main(void)
 		cmocka_unit_test(a_rise_the_machine_explains_is_no_knee),
 		cmocka_unit_test(a_rate_short_of_what_it_offers_is_the_knee),
 		cmocka_unit_test(a_long_tail_at_every_low_rate_is_a_stall),
+		cmocka_unit_test(a_sweep_spaces_its_rates_evenly),
+		cmocka_unit_test(latency_grows_when_p50_doubles_beyond_the_machine),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -171,3 +171,23 @@ size_t tb_cli_log_env(const char *text, size_t len, char *out, size_t cap)
 	}
 	return o;
 }
+
+bool tb_cli_no_operands(const char *verb, int argc, char **argv)
+{
+	if (optind >= argc)
+		return true;
+	tb_cli_error(verb, "unexpected argument '%s'", argv[optind]);
+	return false;
+}
+
+void tb_cli_fmt_ns(char *buf, size_t cap, double ns)
+{
+	if (ns >= 1e9)
+		snprintf(buf, cap, "%.2f s", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(buf, cap, "%.2f ms", ns / 1e6);
+	else if (ns >= 1e3)
+		snprintf(buf, cap, "%.2f us", ns / 1e3);
+	else
+		snprintf(buf, cap, "%.0f ns", ns);
+}

@@ -35,6 +35,10 @@ bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_un
 void tb_cli_bad_option(const char *verb, int c, const char *arg);
 /* --version: "tailbus VERSION" on stdout (the same for every verb). */
 void tb_cli_version(void);
+/* True when getopt left no operand; else one sentence naming the first. */
+bool tb_cli_no_operands(const char *verb, int argc, char **argv);
+/* A duration for a report: "850 ns", "12.34 us", "1.50 ms", "2.00 s". */
+void tb_cli_fmt_ns(char *buf, size_t cap, double ns);
 /* Whole-string number parsing: false on junk, empty or out-of-range text. */
 bool tb_cli_parse_double(const char *s, double *out);
 bool tb_cli_parse_i64(const char *s, int64_t *out);

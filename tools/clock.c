@@ -735,8 +735,7 @@ static int parse(int argc, char **argv, struct run *run)
 			return -EINVAL;
 		}
 	}
-	if (optind < argc) {
-		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
+	if (!tb_cli_no_operands(VERB, argc, argv)) {
 		usage(stderr);
 		return -EINVAL;
 	}

@@ -72,8 +72,7 @@ int tb_cmd_env(int argc, char **argv)
 			return TB_EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
+	if (!tb_cli_no_operands(VERB, argc, argv)) {
 		usage(stderr);
 		return TB_EXIT_USAGE;
 	}

@@ -170,8 +170,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		default: tb_cli_bad_option(VERB, c, argv[optind - 1]); return TB_EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
+	if (!tb_cli_no_operands(VERB, argc, argv)) {
 		return TB_EXIT_USAGE;
 	}
 	if (o->host && (!*o->host || strlen(o->host) >= HOST_MAX)) {

@@ -258,8 +258,7 @@ static int parse(int argc, char **argv, struct options *o)
 			return TB_EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		tb_cli_error(VERB, "unexpected argument '%s'", argv[optind]);
+	if (!tb_cli_no_operands(VERB, argc, argv)) {
 		usage(stderr);
 		return TB_EXIT_USAGE;
 	}

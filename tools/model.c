@@ -82,23 +82,11 @@ static int build(struct model *m)
 	return 0;
 }
 
-static void fmt_ns(char *buf, size_t cap, double ns)
-{
-	if (ns >= 1e9)
-		snprintf(buf, cap, "%.2f s", ns / 1e9);
-	else if (ns >= 1e6)
-		snprintf(buf, cap, "%.2f ms", ns / 1e6);
-	else if (ns >= 1e3)
-		snprintf(buf, cap, "%.2f us", ns / 1e3);
-	else
-		snprintf(buf, cap, "%.0f ns", ns);
-}
-
 static void row(const char *label, double c, double o, bool c_thin, bool o_thin)
 {
 	char a[32], b[32];
-	fmt_ns(a, sizeof(a), c);
-	fmt_ns(b, sizeof(b), o);
+	tb_cli_fmt_ns(a, sizeof(a), c);
+	tb_cli_fmt_ns(b, sizeof(b), o);
 	printf("%-8s %15s%s %15s%s\n", label, a, c_thin ? "*" : " ", b, o_thin ? "*" : " ");
 }
 

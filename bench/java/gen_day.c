@@ -34,6 +34,7 @@
 #include "tailbus/codec.h"
 #include "tailbus/hist.h"
 #include "tailbus/log.h"
+#include "tailbus/rand.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -89,19 +90,10 @@ struct options {
 	int zlevel;
 };
 
-/* splitmix64 (Steele, Lea, Flood 2014): a full-period 64-bit generator. */
-static uint64_t next_u64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Uniform in (0, 1): never 0, so its logarithm is finite. */
 static double next_unit(uint64_t *state)
 {
-	return ((double)(next_u64(state) >> 11) + 0.5) / (double)(1ULL << 53);
+	return ((double)(tb_splitmix64(state) >> 11) + 0.5) / (double)(1ULL << 53);
 }
 
 /* Standard normal by Box and Muller (one of the pair is enough here). */
@@ -119,7 +111,7 @@ static double log_uniform(uint64_t *state, double lo, double hi)
 static int64_t next_latency_ns(uint64_t *state, const struct tag_spec *t, bool stalled)
 {
 	double ns;
-	if (next_u64(state) % TAIL_PER == 0)
+	if (tb_splitmix64(state) % TAIL_PER == 0)
 		ns = log_uniform(state, TAIL_LOW_NS, TAIL_HIGH_NS);
 	else
 		ns = t->median_us * NS_PER_US * exp(t->sigma * next_normal(state));
@@ -133,7 +125,7 @@ static int draw_interval(uint64_t *state, const struct tag_spec *t, tb_hist *h)
 {
 	double scale = 1.0 - RATE_SPREAD + 2.0 * RATE_SPREAD * next_unit(state);
 	long n = lround(t->rate * scale);
-	bool stalled = next_u64(state) % STALL_PER == 0;
+	bool stalled = tb_splitmix64(state) % STALL_PER == 0;
 	tb_hist_reset(h);
 	for (long k = 0; k < n; k++) {
 		int rc = tb_hist_record(h, next_latency_ns(state, t, stalled));
@@ -204,7 +196,7 @@ static int write_day(const struct options *o, uint64_t *state, const struct vari
 	for (long s = 0; s < o->seconds && rc == 0; s++) {
 		for (size_t t = 0; t < ARRAY_LEN(tags) && rc == 0; t++) {
 			const struct variant *v =
-				&pool[t * (size_t)o->pool + next_u64(state) % (uint64_t)o->pool];
+				&pool[t * (size_t)o->pool + tb_splitmix64(state) % (uint64_t)o->pool];
 			n = tb_log_format_line_frame(line, cap, tags[t].name, (double)s * INTERVAL_SEC,
 						     INTERVAL_SEC, v->max, v->frame, v->frame_len);
 			if (n < 0)

@@ -94,6 +94,11 @@ int tb_schedule_at(int64_t start_ns, uint64_t rate_per_sec, uint64_t i, int64_t 
  * empty schedule), -EINVAL for a NULL out with n > 0, or -EOVERFLOW. */
 ssize_t tb_schedule_fill(int64_t start_ns, uint64_t rate_per_sec, int64_t *out, size_t n);
 
+/* How many requests of a schedule at `rate_per_sec` are due less than
+ * duration_ns after its start: ceil(duration_ns * rate / 1e9), 0 for a
+ * duration <= 0, UINT64_MAX when the count does not fit. */
+uint64_t tb_schedule_count(int64_t duration_ns, uint64_t rate_per_sec);
+
 /* --- Single FIFO server --------------------------------------------------- */
 
 /* All functions below take `n` requests with intended send times intended[]

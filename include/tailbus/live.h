@@ -11,6 +11,10 @@
  * the live heap, seg_abi.h): an interval whose frame the heap had to let go
  * leaves the live area with it, so a metric may hold fewer than
  * live_intervals intervals when its frames are large.
+ *
+ * A window, a metric's newest intervals read one after the other, is read
+ * as one consistent walk (tb_live_read_window): a publish in between is
+ * noticed and the walk made again.
  */
 #ifndef TAILBUS_LIVE_H
 #define TAILBUS_LIVE_H
@@ -47,6 +51,35 @@ int tb_live_read_newest(const tb_seg *s, uint32_t id, tb_live_snapshot *out);
  * -EBADMSG when the frame does not decode to the summary's count (a scribbled
  * live area), or -ENOMEM. */
 int tb_live_read(const tb_seg *s, uint32_t id, uint32_t age, tb_live_interval *summary, tb_hist *h);
+
+/* How often tb_live_read_window walks a window again when publishes keep
+ * moving its intervals (one publish per interval: two in a row are already
+ * unlikely). */
+#define TB_LIVE_WINDOW_TRIES 8
+
+/* What tb_live_read_window hands its caller. `begin` is called before each
+ * walk (the first, and again when a publish moved the intervals under the
+ * last one): forget what that walk gave. `interval` is called for each
+ * interval, newest first, with its summary and, when the caller gave a
+ * `scratch` histogram, that histogram decoded (NULL otherwise); it returns 0
+ * to go on, 1 to end the window there, or a negative errno that ends the
+ * read and is returned. */
+typedef struct tb_live_window_fns {
+	void (*begin)(void *arg);
+	int (*interval)(void *arg, const tb_live_interval *iv, const tb_hist *h);
+} tb_live_window_fns;
+
+/* The newest `n` intervals of metric `id` (fewer when the live area holds
+ * fewer), read one by one, each under the metric's sequence counter, as one
+ * consistent walk: their start times must fall strictly, else a publish
+ * moved the ages meanwhile and the walk begins again, at most
+ * TB_LIVE_WINDOW_TRIES times. So no interval is counted twice or skipped.
+ * `scratch` (zeroed or from an earlier call; NULL: summaries only) holds
+ * each histogram while `interval` looks at it. Returns 0; -ESTALE when every
+ * walk was moved; or the errors of tb_live_read other than -ENOENT and
+ * -ERANGE (which end the window), or of `interval`. */
+int tb_live_read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
+			const tb_live_window_fns *fns, void *arg);
 
 #ifdef __cplusplus
 }

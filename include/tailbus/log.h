@@ -15,7 +15,9 @@
  * Reader: works over text in memory (a whole file, or a fuzzer's input). It
  * resolves relative and absolute timestamps the way the Java reader does, and
  * never stops at a bad line: it reports the line number and the field, skips
- * the line, and the next call reads on.
+ * the line, and the next call reads on. Text may come in parts
+ * (tb_log_reader_feed): tailbus/log_follow.h reads a log that is still
+ * growing that way.
  */
 #ifndef TAILBUS_LOG_H
 #define TAILBUS_LOG_H
@@ -120,6 +122,11 @@ typedef struct tb_log_reader {
 } tb_log_reader;
 
 void tb_log_reader_init(tb_log_reader *r, const char *text, size_t len);
+/* Go on reading `text` as the lines that follow those read so far (a file
+ * read as it grows, tailbus/log_follow.h): the clock, the line count and the
+ * error state are kept; the old text is no longer looked at. `text` should
+ * end at the end of a line. */
+void tb_log_reader_feed(tb_log_reader *r, const char *text, size_t len);
 /* 1: *e holds the next interval. 0: end of text. -EINVAL: line r->err_line is
  * malformed (r->err says which field); it was skipped, call again to go on.
  * -ENOTSUP: the line's payload encoding is unsupported (also skipped).

@@ -303,7 +303,7 @@ typedef struct tb_seg_header {
 	 * CPU), in us; and the closes that began an interval or more late */
 	uint32_t drain_threads;
 	uint32_t drain_longest_pass_us;
-	uint32_t drain_self_gap_us;
+	uint32_t drain_self_pause_us;
 	uint32_t closes_behind;
 	/* ABI 4.1: the start of the newest interval whose log and sidecar
 	 * writes completed and whose accounts (tb_slot.logged_head and

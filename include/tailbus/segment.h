@@ -78,8 +78,28 @@ typedef struct tb_seg {
 void tb_seg_config_default(tb_seg_config *c);
 /* Segment size for a configuration, before rounding to the page size. */
 size_t tb_seg_size(const tb_seg_config *c);
-/* Fill a header's layout fields from a configuration (no magic). */
+/* Fill a header's layout fields from a configuration (no magic). Returns
+ * 0, -EINVAL for a capacity out of range, or -EOVERFLOW for a segment too
+ * large for 64-bit offsets. */
 int tb_seg_layout(const tb_seg_config *c, tb_seg_header *h);
+
+/* Room for a new segment (seg_room.c). A new segment is faulted in whole
+ * when it is created, so its creator first checks that it fits where it
+ * would live: the least of the free, unreserved huge pages of its size (on
+ * hugetlbfs) or MemAvailable (elsewhere), and the file system's free space
+ * when it has a limit. */
+/* The bytes a new segment of configuration c takes in a directory whose
+ * huge page size is `page` (0: ordinary pages), whole pages; UINT64_MAX
+ * when it overflows 64 bits, 0 when the configuration is refused anyway. */
+uint64_t tb_seg_need(const tb_seg_config *c, size_t page);
+/* The room in directory `dir` of that page size, in bytes (UINT64_MAX when
+ * no bound could be read). */
+uint64_t tb_seg_room(const char *dir, size_t page);
+/* Whether a new segment of configuration c fits one of the directories a
+ * bus is created in (tb_seg_dirs): 0 if it does, -ENOMEM if it fits none;
+ * *need and *room are those of the directory that fits, else of the one
+ * with the most room. */
+int tb_seg_fits(const char *dir, const tb_seg_config *c, uint64_t *need, uint64_t *room);
 
 /* The first hugetlbfs mount point in /proc/mounts and its page size.
  * Returns 0, or -ENOENT when none is mounted. */
@@ -100,6 +120,9 @@ int tb_seg_open(tb_seg *s, const char *dir, const char *bus, const tb_seg_config
 void tb_seg_close(tb_seg *s);
 /* Remove the segment file (tests, `tailbusd --fresh`). */
 int tb_seg_unlink(const char *dir, const char *bus);
+/* Whether a file of the bus's name is in one of its directories (then
+ * tb_seg_open attaches to it, or refuses it, and creates nothing). */
+bool tb_seg_exists(const char *dir, const char *bus);
 
 /* Whether the segment file is still as large as the mapping: 0 if it is,
  * 1 if it was shrunk (truncated by someone who may write it), with the
@@ -179,6 +202,10 @@ int tb_seg_metric_register(tb_seg *s, const char *name);
 /* Find only. Returns the id or -ENOENT. */
 int tb_seg_metric_find(const tb_seg *s, const char *name);
 bool tb_seg_metric_name_valid(const char *name);
+/* Metric `id`'s name as tools and logs show it, read defensively (producers
+ * write the table): the name, or "metric-<id>" when it is not a valid one.
+ * `id` must be below the layout's metric_capacity. */
+void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap);
 
 /* /proc/<pid>/stat start time (field 22), or 0 if the process is gone. */
 uint64_t tb_proc_start_time(pid_t pid);

@@ -1,5 +1,6 @@
-/* tailbus/sweep.h - reading a load sweep: where the knee is, and whether the
- * tail at low load says "periodic stall".
+/* tailbus/sweep.h - reading a load sweep: which rates it offers, where the
+ * knee is, whether the tail at low load says "periodic stall", and whether one
+ * run's latency grows while it runs.
  *
  * A sweep offers a service a series of rates in ascending order and measures,
  * at each, what it achieved and the open-loop latency (from the intended
@@ -20,6 +21,7 @@
 #ifndef TAILBUS_SWEEP_H
 #define TAILBUS_SWEEP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +33,13 @@ extern "C" {
 #define TB_SWEEP_KNEE_ACHIEVED 0.95
 #define TB_SWEEP_STALL_TAIL_RATIO 10.0
 #define TB_SWEEP_STALL_LOW_RATES 2
+#define TB_SWEEP_GROWTH_RATIO 2.0
+#define TB_SWEEP_ROW_MIN_COUNT 100
+
+/* The `steps` rates of a sweep from `from` to `to` (from <= to), evenly
+ * spaced and rounded to whole requests a second, into rates[0..steps); one
+ * step is `from` alone. */
+void tb_sweep_rates(uint64_t from, uint64_t to, size_t steps, uint64_t *rates);
 
 /* One rate of a sweep. */
 typedef struct tb_sweep_point {
@@ -53,6 +62,15 @@ enum tb_sweep_tail { TB_TAIL_NORMAL = 0, TB_TAIL_STALL = 1, TB_TAIL_MACHINE = 2 
 
 /* The tail verdict for n points with the knee at `knee` (-1: none). */
 int tb_sweep_tail(const tb_sweep_point *p, size_t n, int knee);
+
+/* One row of a run's series: latency of the requests completed in it, ns. */
+typedef struct tb_sweep_row {
+	int64_t count, p50, p99, max;
+} tb_sweep_row;
+
+/* Does latency grow over the run whose series is rows[0..n), served by a
+ * thread that was off its core at most machine_gap_ns at a time? */
+bool tb_sweep_growing(const tb_sweep_row *rows, size_t n, int64_t machine_gap_ns);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# bench/lib.sh - what the bench scripts share: the release build, the
+# machine's load, figures as text, and the one median of a set of runs.
+# Sourced, never run:
+#
+#   . "$(dirname "$0")/../lib.sh"     (from bench/<section>/; bench/run: ./lib.sh)
+#
+# Sets bench_root (the repository). Every function reads its arguments or its
+# standard input and writes its standard output; none changes the caller's
+# options (each script sets its own `set -euo pipefail`).
+
+bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Run a command; show its output only when it fails, and then exit 1.
+bench_quiet() {
+	local out
+	if ! out=$("$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		echo "$(basename "$0"): failed: $*" >&2
+		exit 1
+	fi
+}
+
+# The build directory: $BUILD_DIR, else `default`; a relative one is taken
+# from the repository's root.
+bench_build_dir() {
+	local d=${BUILD_DIR:-$1}
+	case $d in /*) ;; *) d="$bench_root/$d" ;; esac
+	echo "$d"
+}
+
+# bench_build DIR [TARGET...]: DIR as a release build of the repository
+# (set up, or reconfigured if it was not release), then the targets built.
+bench_build() {
+	local build=$1
+	shift
+	if [ -f "$build/build.ninja" ]; then
+		bench_quiet meson configure "$build" -Dbuildtype=release
+	else
+		bench_quiet meson setup "$build" "$bench_root" --buildtype=release
+	fi
+	[ $# -eq 0 ] || bench_quiet ninja -C "$build" "$@"
+}
+
+# The load average over 1, 5 and 15 minutes.
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# Other processes that have kept a CPU busy for a minute or more (lifetime
+# %CPU >= 50): they take turns with the benchmark on a machine of few CPUs.
+hogs() {
+	ps -eo pid=,pcpu=,etimes=,comm= | awk -v me=$$ '$1 != me && $2 >= 50 && $3 >= 60 {
+		printf "%s%s (pid %s, %s%% of a CPU for %d s)", (n++ ? ", " : ""), $4, $1, $2, $3 }'
+}
+
+# A figure for reading: three significant digits below 100, whole numbers
+# with thousands separators from 100; anything not a number as it is.
+num() {
+	awk -v x="$1" 'BEGIN {
+		if (x !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) { print x; exit }
+		a = x < 0 ? -x : x
+		if (a >= 100) { s = sprintf("%.0f", a); o = ""
+			while (length(s) > 3) { o = "," substr(s, length(s) - 2) o; s = substr(s, 1, length(s) - 3) }
+			print (x < 0 ? "-" : "") s o; exit }
+		if (a >= 10) printf "%.1f\n", x; else if (a >= 1) printf "%.2f\n", x; else printf "%.3g\n", x
+	}'
+}
+
+# The median of v[1..n], sorted: the middle value, or the mean of the two
+# middle ones when n is even. An awk function, for scripts that want more
+# than median_min_max gives (awk "$BENCH_MEDIAN_AWK"' ... median(v, NR) ...').
+BENCH_MEDIAN_AWK='function median(v, n) {
+	return n % 2 ? v[(n + 1) / 2] : sprintf("%.15g", (v[n / 2] + v[n / 2 + 1]) / 2) }'
+
+# Numbers on stdin, one a line -> "median min max" (nothing for none).
+median_min_max() {
+	sort -g | awk "$BENCH_MEDIAN_AWK"'
+		{ v[NR] = $1 } END { if (NR) printf "%s %s %s", median(v, NR), v[1], v[NR] }'
+}
+
+# A step of a zero-drop search (bench/bus/run, bench/bus/scaling): "drop"
+# when any event was dropped, "slow" when the producers attempted less than
+# 80% of what the rate asked of them (they could not hold it), else "ok".
+step_verdict() { # attempted dropped rate_per_producer producers elapsed_ns
+	awk -v a="$1" -v d="$2" -v r="$3" -v n="$4" -v el="$5" 'BEGIN {
+		if (d > 0) print "drop"; else if (a < 0.8 * r * n * el / 1e9) print "slow"; else print "ok" }'
+}

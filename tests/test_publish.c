@@ -1,0 +1,210 @@
+/* test_publish.c - the live heap (publish.c), in process: what a close
+ * publishes into the segment's live area, what it lets go when the heap is
+ * full, what a reader in another process can copy meanwhile, and what a
+ * restarted collector keeps. A real collector and producer
+ * (collector_fixture.h), closing by hand.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "collector_fixture.h"
+#include "tailbus/live.h"
+
+#define HEAP_INTERVALS 1024 /* records per metric: more than the small heap holds */
+#define WIDE_BATCHES 4
+#define WIDE_SPANS 3000 /* a batch: less than the fixture's ring */
+#define WIDE_PER_INTERVAL (WIDE_BATCHES * WIDE_SPANS)
+
+/* The smallest heap, and room for many more intervals than it holds. */
+static int setup_small_heap(void **state)
+{
+	return open_fixture(state, HEAP_INTERVALS, TB_LIVE_HEAP_MIN);
+}
+
+
+struct heap_reader {
+	const char *dir;
+	uint32_t id;
+	volatile int stop;
+	uint64_t whole, corrupt, other;
+};
+
+/* Another process's view: a read-only mapping, every interval of metric
+ * `id` read over and over while the collector overwrites the heap. */
+static void *read_heap(void *arg)
+{
+	struct heap_reader *r = arg;
+	tb_seg seg;
+	const char *why = NULL;
+	if (tb_seg_open(&seg, r->dir, BUS, NULL, TB_SEG_READONLY, &why) < 0) {
+		r->other++;
+		return NULL;
+	}
+	tb_hist h = {0};
+	while (!r->stop) {
+		for (uint32_t age = 0; age < HEAP_INTERVALS; age++) {
+			tb_live_interval iv;
+			int rc = tb_live_read(&seg, r->id, age, &iv, &h);
+			if (rc == 0 && iv.count == WIDE_PER_INTERVAL && tb_hist_total(&h) == iv.count)
+				r->whole++;
+			else if (rc == -EBADMSG || rc == 0)
+				r->corrupt++;
+			else if (rc != -ERANGE && rc != -ENOENT && rc != -EAGAIN)
+				r->other++;
+			if (rc < 0)
+				break;
+		}
+	}
+	tb_hist_free(&h);
+	tb_seg_close(&seg);
+	return NULL;
+}
+
+/* A heap written one and a half times over: the oldest intervals leave the live area
+ * (of a busy metric and of a quiet one alike), every one left reads whole
+ * and decodes to its count, and a reader copying meanwhile never takes a
+ * frame that was being overwritten. */
+static void the_live_heap_lets_the_oldest_intervals_go_and_keeps_the_rest_whole(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	uint64_t heap = f->c.seg.layout.live_heap_bytes, z = 42;
+	uint32_t busy = tb_metric_id(f->m[0]), quiet = tb_metric_id(f->m[1]);
+	struct heap_reader r = {.dir = f->seg_dir, .id = busy};
+	pthread_t reader;
+	assert_int_equal(pthread_create(&reader, NULL, read_heap, &r), 0);
+	tb_live_snapshot snap;
+	uint32_t closes = 0;
+	for (; f->c.publisher.head < heap + heap / 2 && closes < HEAP_INTERVALS; closes++) {
+		for (int b = 0; b < WIDE_BATCHES; b++) {
+			for (int k = 0; k < WIDE_SPANS; k++) {
+				uint64_t done = at(f, 1000 + k);
+				tb_span(f->p, f->m[0], done - wide_latency(&z), done);
+			}
+			assert_int_equal(tb_collector_drain_all(&f->c), WIDE_SPANS);
+		}
+		if (closes == 0) {
+			spans(f, 1, 1, at(f, 1000), 500);
+			assert_int_equal(tb_collector_drain_all(&f->c), 1);
+		}
+		assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+		if (closes == 0)
+			assert_int_equal(tb_live_read_newest(&f->c.seg, quiet, &snap), 0);
+	}
+	r.stop = 1;
+	pthread_join(reader, NULL);
+	assert_true(f->c.publisher.head >= heap + heap / 2);
+	assert_int_equal(r.corrupt, 0);
+	assert_int_equal(r.other, 0);
+	assert_true(r.whole > 0);
+	/* the quiet metric's one interval was among the oldest frames */
+	assert_int_equal(tb_live_read_newest(&f->c.seg, quiet, &snap), -ENOENT);
+	assert_int_equal(tb_live_read_newest(&f->c.seg, busy, &snap), 0);
+	uint32_t kept = snap.count;
+	assert_true(kept > 0 && kept < closes);
+	/* the newest interval let go is the one just before the oldest kept */
+	assert_int_equal(snap.let_go_start_ns, snap.newest.start_ns - (int64_t)kept * len);
+	uint64_t bytes = 0;
+	int64_t newer_start = INT64_MAX;
+	tb_hist h = {0};
+	for (uint32_t age = 0; age < kept; age++) {
+		tb_live_interval iv;
+		assert_int_equal(tb_live_read(&f->c.seg, busy, age, &iv, &h), 0);
+		assert_int_equal(iv.count, WIDE_PER_INTERVAL);
+		assert_int_equal(tb_hist_total(&h), WIDE_PER_INTERVAL);
+		assert_true(newer_start == INT64_MAX || iv.start_ns == newer_start - len);
+		newer_start = iv.start_ns;
+		bytes += iv.hist_len;
+	}
+	tb_live_interval iv;
+	assert_int_equal(tb_live_read(&f->c.seg, busy, kept, &iv, &h), -ERANGE);
+	tb_hist_free(&h);
+	/* what is kept fits the heap, and at most an eighth of it more than a
+	 * frame was let go early */
+	assert_true(bytes <= heap);
+	assert_true(bytes + heap / 8 + 2 * (bytes / kept) >= heap);
+}
+
+/* The collector stopped and started again on the same bus. */
+static void reopen(struct fixture *f)
+{
+	tb_collector_config cfg;
+	fixture_stop(f, &cfg);
+	fixture_restart(f, &cfg);
+}
+
+/* Intervals k = 1..n of metric 0, with k events each. */
+static void publish_counts(struct fixture *f, int n)
+{
+	for (int k = 1; k <= n; k++) {
+		spans(f, 0, k, at(f, 1000), 100 * (uint64_t)k);
+		tb_collector_drain_all(&f->c);
+		assert_int_equal(tb_collector_close_interval(&f->c, f->c.cfg.interval_ns), 0);
+	}
+}
+
+static void expect_live_counts(struct fixture *f, uint32_t id, int n, const int64_t *newest_first)
+{
+	tb_hist h = {0};
+	tb_live_interval iv;
+	for (int age = 0; age < n; age++) {
+		assert_int_equal(tb_live_read(&f->c.seg, id, (uint32_t)age, &iv, &h), 0);
+		assert_int_equal(iv.count, newest_first[age]);
+		assert_int_equal(tb_hist_total(&h), newest_first[age]);
+	}
+	assert_int_equal(tb_live_read(&f->c.seg, id, (uint32_t)n, &iv, &h), -ERANGE);
+	tb_hist_free(&h);
+}
+
+/* A restarted collector keeps the intervals the one before published,
+ * whole, and publishes after them; it keeps no further back than the first
+ * it cannot vouch for, and a counter left odd is made even, that metric
+ * starting afresh. */
+static void a_restarted_collector_keeps_the_live_area_it_can_vouch_for(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t id0 = tb_metric_id(f->m[0]), id1 = tb_metric_id(f->m[1]);
+	publish_counts(f, 3);
+	tb_live_snapshot snap;
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id0, &snap), 0);
+	assert_int_equal(snap.let_go_start_ns, 0);
+	spans(f, 1, 5, at(f, 1000), 100);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, f->c.cfg.interval_ns), 0);
+	reopen(f);
+	expect_live_counts(f, id0, 3, (const int64_t[]){3, 2, 1});
+	expect_live_counts(f, id1, 1, (const int64_t[]){5});
+	publish_counts(f, 1);
+	expect_live_counts(f, id0, 4, (const int64_t[]){1, 3, 2, 1});
+	/* scribbled: the third newest of m0 longer than any frame; m1 mid-write */
+	tb_live_metric *lm0 = tb_seg_live(&f->c.seg, id0), *lm1 = tb_seg_live(&f->c.seg, id1);
+	uint32_t cap = f->c.seg.layout.live_intervals;
+	tb_seg_live_interval(&f->c.seg, id0, (lm0->newest + cap - 2) % cap)->hist_len = TB_LIVE_FRAME_MAX + 1;
+	lm1->seq |= 1;
+	reopen(f);
+	expect_live_counts(f, id0, 2, (const int64_t[]){1, 3});
+	assert_int_equal(lm1->seq & 1, 0);
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id1, &snap), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			the_live_heap_lets_the_oldest_intervals_go_and_keeps_the_rest_whole,
+			setup_small_heap, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_restarted_collector_keeps_the_live_area_it_can_vouch_for,
+			setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

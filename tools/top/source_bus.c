@@ -1,0 +1,239 @@
+/* source_bus.c - a `tailbus top` snapshot from a bus: its live area and header.
+ *
+ * The segment is mapped read-only (TB_SEG_READONLY); nothing in it is
+ * written and no lock is taken, so top cannot disturb the bus.
+ *
+ * Invariants:
+ *  - A metric's window is read through tb_live_read_window: ages 0..n-1 one
+ *    by one, each under the metric's sequence counter, as one walk in which
+ *    start times fall strictly; a publish in between makes the window be
+ *    read again. A window never counts an interval twice or skips one.
+ *  - Every figure is exact: each interval in the live area carries its whole
+ *    histogram (ABI 4), the same bytes as its log line, so a window equals
+ *    `tailbus replay` of the same intervals of the log. When the live heap
+ *    has let go intervals the window asks for (the metric's let_go_start_ns
+ *    falls in it), the window is the intervals kept, and the row says so.
+ *  - Whether the collector serves the bus is tb_bus_collector_state's rule,
+ *    the one every tool applies.
+ *  - While the mapped segment's collector does not serve it, top checks
+ *    whether the bus's file was replaced (`tailbusd --fresh`) and follows the
+ *    new one; while it does, a snapshot makes no system call.
+ *  - Metric names are read defensively (producers write the metric table):
+ *    one that is not a valid name is shown as metric-<id>.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "tailbus/bus.h"
+#include "tailbus/live.h"
+#include "top.h"
+
+static const tb_seg_header *shared_header(const struct top_bus *b)
+{
+	return (const tb_seg_header *)b->seg.base;
+}
+
+int64_t top_bus_interval_ns(const struct top_bus *b)
+{
+	int64_t ns = __atomic_load_n(&shared_header(b)->collector_interval_ns, __ATOMIC_RELAXED);
+	return ns > 0 ? ns : TOP_DEFAULT_INTERVAL_NS;
+}
+
+/* Where `tb_seg_open` looked, for the "no such bus" sentence. */
+static void searched_dirs(const char *dir, char *out, size_t cap)
+{
+	const char *env = getenv("TAILBUS_DIR");
+	char huge[PATH_MAX];
+	size_t page;
+	if (dir || (env && *env))
+		snprintf(out, cap, "%s", dir ? dir : env);
+	else if (tb_seg_hugetlbfs_mount(huge, sizeof(huge), &page) == 0)
+		snprintf(out, cap, "%s or %s", huge, TB_SEG_FALLBACK_DIR);
+	else
+		snprintf(out, cap, "%s", TB_SEG_FALLBACK_DIR);
+}
+
+int top_bus_open(struct top_bus *b, const struct top_options *o)
+{
+	const char *why = "unknown error";
+	memset(b, 0, sizeof(*b));
+	int rc = tb_seg_open(&b->seg, o->dir, o->bus, NULL, TB_SEG_READONLY, &why);
+	if (rc == -ENOENT) {
+		char dirs[2 * PATH_MAX + 8];
+		searched_dirs(o->dir, dirs, sizeof(dirs));
+		tb_cli_error(TOP_VERB, "no bus '%s' in %s (is tailbusd running? --dir or TAILBUS_DIR "
+			     "names another directory)", o->bus, dirs);
+	} else if (rc < 0) {
+		tb_cli_error(TOP_VERB, "bus '%s': %s (%s)", o->bus, why, strerror(-rc));
+	}
+	return rc;
+}
+
+static void window_begin(void *arg)
+{
+	top_window_free(arg);
+}
+
+static int window_interval(void *arg, const tb_live_interval *iv, const tb_hist *h)
+{
+	struct top_window *a = arg;
+	top_window_interval(a, iv->start_ns, iv->length_ns);
+	a->drops += iv->dropped;
+	a->folded += iv->folded;
+	if (iv->longest_gap_us > a->gap_us)
+		a->gap_us = iv->longest_gap_us;
+	return top_window_hist(a, h);
+}
+
+/* Intervals 0..n-1 of metric `id`, merged into `a`. */
+static int read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
+		       struct top_window *a)
+{
+	static const tb_live_window_fns fns = {window_begin, window_interval};
+	return tb_live_read_window(s, id, n, scratch, &fns, a);
+}
+
+/* Did the live heap let go intervals a window of n asks for? Those are the
+ * ones from n - 1 intervals before the newest read; the heap lets a
+ * metric's oldest go first, so the newest it let go tells. */
+static bool window_let_go(const tb_seg *s, uint32_t id, uint32_t n, const struct top_window *a)
+{
+	tb_live_snapshot snap;
+	if (a->intervals == 0 || a->intervals >= n || tb_live_read_newest(s, id, &snap) < 0 ||
+	    !snap.let_go_start_ns)
+		return false;
+	int64_t newest_start = a->newest_end_ns - a->newest_length_ns;
+	return snap.let_go_start_ns >= newest_start - (int64_t)(n - 1) * a->newest_length_ns;
+}
+
+static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
+{
+	tb_hist scratch;
+	memset(&scratch, 0, sizeof(scratch));
+	struct top_window a;
+	top_window_init(&a);
+	int rc = 0;
+	for (uint32_t id = 0; rc == 0 && id < b->seg.layout.metric_capacity; id++) {
+		const tb_metric_entry *e = tb_seg_metric(&b->seg, id);
+		if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
+			continue;
+		struct top_row *r = top_add_row(sn);
+		if (!r) {
+			rc = -ENOMEM;
+			break;
+		}
+		tb_seg_metric_shown_name(&b->seg, id, r->name, sizeof(r->name));
+		int read = read_window(&b->seg, id, n, &scratch, &a);
+		if (read == -ENOMEM)
+			rc = read;
+		else if (read == -EAGAIN || read == -ESTALE)
+			r->error = "no stable copy: the collector seems stuck mid-write";
+		else if (read == -EBADMSG)
+			r->error = "an interval's histogram in the live area is corrupt";
+		else if (read < 0)
+			r->error = "unreadable live area";
+		else {
+			top_window_finish(&a, r, sn->now_ns);
+			r->let_go = window_let_go(&b->seg, id, n, &a);
+		}
+		r->has_drops = true;
+		r->drops = a.drops;
+		r->folded = a.folded;
+		r->gap_us = a.gap_us;
+		top_window_free(&a);
+	}
+	tb_hist_free(&scratch);
+	return rc;
+}
+
+/* The collector's pid (0: none attached) and the age of its heartbeat
+ * (negative: it never beat). */
+static int32_t bus_collector(const struct top_bus *b, int64_t *age_ns)
+{
+	const tb_seg_header *h = shared_header(b);
+	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
+	*age_ns = beat ? top_clock_ns(CLOCK_MONOTONIC) - beat : -1;
+	return __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
+}
+
+/* Whether the collector serves the bus: the rule every tool applies
+ * (tb_bus_collector_state). */
+static bool bus_collector_alive(const struct top_bus *b)
+{
+	return tb_bus_collector_state(shared_header(b), top_clock_ns(CLOCK_MONOTONIC), NULL) ==
+	       TB_COLLECTOR_SERVING;
+}
+
+static void bus_header(struct top_bus *b, struct top_snap *sn)
+{
+	int64_t age;
+	sn->path = b->seg.path;
+	sn->page_size = b->seg.layout.page_size;
+	sn->hugepages = b->seg.hugepages;
+	sn->collector_pid = bus_collector(b, &age);
+	sn->heartbeat_age_s = age >= 0 ? (double)age / TOP_NS_PER_SEC : -1;
+	sn->collector_fresh = bus_collector_alive(b);
+	sn->interval_s = (double)top_bus_interval_ns(b) / TOP_NS_PER_SEC;
+	const tb_seg_header *h = shared_header(b);
+	sn->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
+	sn->drain_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
+	sn->drain_self_pause_us = __atomic_load_n(&h->drain_self_pause_us, __ATOMIC_RELAXED);
+	sn->closes_behind = __atomic_load_n(&h->closes_behind, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < b->seg.layout.slot_count; i++) {
+		const tb_slot *slot = tb_seg_slot(&b->seg, i);
+		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
+		if (state == TB_SLOT_LIVE)
+			sn->rings_live++;
+		if (state == TB_SLOT_LIVE || state == TB_SLOT_DETACHED) {
+			sn->ring_drops += __atomic_load_n(&slot->dropped, __ATOMIC_RELAXED);
+			sn->ring_folded += __atomic_load_n(&slot->folded, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+/* `tailbusd --fresh` replaces the segment file: follow the new one, like
+ * tail -F. Looked at only while the mapped segment's collector seems gone, so
+ * a healthy refresh makes no system call. */
+static void bus_follow_replacement(struct top_bus *b, const struct top_options *o)
+{
+	struct stat now, ours;
+	if (stat(b->seg.path, &now) < 0 || fstat(b->seg.fd, &ours) < 0 ||
+	    (now.st_ino == ours.st_ino && now.st_dev == ours.st_dev))
+		return;
+	tb_seg fresh;
+	const char *why;
+	if (tb_seg_open(&fresh, o->dir, o->bus, NULL, TB_SEG_READONLY, &why) < 0)
+		return;
+	tb_seg_close(&b->seg);
+	b->seg = fresh;
+}
+
+int top_bus_snapshot(struct top_bus *b, const struct top_options *o, struct top_snap *sn)
+{
+	if (!bus_collector_alive(b))
+		bus_follow_replacement(b, o);
+	sn->source = o->bus;
+	sn->window_cap = b->seg.layout.live_intervals;
+	b->published_seen = __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE);
+	bus_header(b, sn);
+	uint32_t n = top_window_intervals(o->window_ns, (double)top_bus_interval_ns(b),
+					  b->seg.layout.live_intervals);
+	return bus_rows(b, n, sn);
+}
+
+/* True once the collector has published another interval. */
+bool top_bus_new_interval(const struct top_bus *b)
+{
+	return __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE) !=
+	       b->published_seen;
+}
+
+void top_bus_close(struct top_bus *b)
+{
+	tb_seg_close(&b->seg);
+}

@@ -1,0 +1,143 @@
+/* window.c - a window of `tailbus top`: how many whole intervals it is, and
+ * their histograms merged into one row of a snapshot (see top.h); and the
+ * snapshot's rows, added one per metric or tag and sorted by name.
+ *
+ * Invariants:
+ *  - A window is the nearest whole number of intervals to --window, within
+ *    one and the number kept per metric; top_window_check refuses (exit 2)
+ *    a --window that whole intervals cannot make, naming the source.
+ *  - Intervals are added newest first; the merged histogram grows to hold
+ *    each one's range, so no count is clamped and none is counted twice.
+ *  - Every figure of a row comes from the merged histogram and the
+ *    intervals' bounds: percentiles of merged counts, never averaged. A
+ *    percentile is marked insufficient when fewer than TB_MIN_SAMPLES_BEYOND
+ *    samples are expected beyond it (tailbus/summary.h).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "top.h"
+
+/* How many intervals of `interval_ns` make `window_ns` (the nearest whole
+ * number), within 1..cap; whole seconds when the interval is not known. */
+uint32_t top_window_intervals(int64_t window_ns, double interval_ns, uint32_t cap)
+{
+	double n = round((double)window_ns / (interval_ns > 0 ? interval_ns : (double)TOP_NS_PER_SEC));
+	if (n < 1)
+		n = 1;
+	return n > cap ? cap : (uint32_t)n;
+}
+
+/* Can whole intervals of the snapshot's length, at most its cap, make the
+ * window? -EDOM (said, naming --window) when they cannot. */
+int top_window_check(const struct top_options *o, const struct top_snap *sn)
+{
+	if (sn->interval_s <= 0)
+		return 0; /* not known yet (a log with no line): nothing to check */
+	int64_t interval_ns = (int64_t)llround(sn->interval_s * TOP_NS_PER_SEC);
+	char iv[32], most[32];
+	tb_unit_format(iv, sizeof(iv), TB_UNIT_DURATION, interval_ns);
+	tb_unit_format(most, sizeof(most), TB_UNIT_DURATION, interval_ns * (int64_t)sn->window_cap);
+	if (o->window_ns < interval_ns) {
+		tb_cli_bad_value(TOP_VERB, "window", o->window_arg,
+				 "shorter than one interval of %s %s (%s): a window is whole intervals",
+				 sn->from_log ? "log" : "bus", sn->source, iv);
+		return -EDOM;
+	}
+	if (round((double)o->window_ns / (double)interval_ns) > sn->window_cap) {
+		tb_cli_bad_value(TOP_VERB, "window", o->window_arg,
+				 "longer than %s %s%s: %u intervals of %s, %s at most",
+				 sn->from_log ? "top keeps of log" : "the live area of bus", sn->source,
+				 sn->from_log ? "" : " keeps", sn->window_cap, iv, most);
+		return -EDOM;
+	}
+	return 0;
+}
+
+void top_window_init(struct top_window *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->oldest_start_ns = INT64_MAX;
+	a->newest_end_ns = INT64_MIN;
+}
+
+void top_window_free(struct top_window *a)
+{
+	if (a->have_hist)
+		tb_hist_free(&a->merged);
+	top_window_init(a);
+}
+
+/* Called newest first. */
+void top_window_interval(struct top_window *a, int64_t start_ns, int64_t length_ns)
+{
+	if (start_ns < a->oldest_start_ns)
+		a->oldest_start_ns = start_ns;
+	if (start_ns + length_ns > a->newest_end_ns) {
+		a->newest_end_ns = start_ns + length_ns;
+		a->newest_length_ns = length_ns;
+	}
+	a->intervals++;
+}
+
+int top_window_hist(struct top_window *a, const tb_hist *h)
+{
+	if (!a->have_hist) {
+		if (tb_hist_init_like(&a->merged, h) < 0)
+			return -ENOMEM;
+		a->have_hist = true;
+	}
+	int rc = tb_hist_add_growing(&a->merged, h);
+	if (rc < 0)
+		return rc;
+	a->count += tb_hist_total(h);
+	if (tb_hist_max(h) > a->max)
+		a->max = tb_hist_max(h);
+	return 0;
+}
+
+void top_window_finish(const struct top_window *a, struct top_row *r, int64_t now_ns)
+{
+	r->intervals = a->intervals;
+	r->count = a->count;
+	r->max = a->max;
+	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
+		r->pct[p] = a->have_hist ? tb_hist_value_at_percentile(&a->merged, tb_summary_levels[p]) : 0;
+		r->insufficient[p] = !tb_percentile_sufficient(a->count, tb_summary_levels[p]);
+	}
+	if (a->intervals == 0)
+		return;
+	r->span_s = (double)(a->newest_end_ns - a->oldest_start_ns) / TOP_NS_PER_SEC;
+	r->rate = r->span_s > 0 ? (double)a->count / r->span_s : 0;
+	r->age_s = (double)(now_ns - a->newest_end_ns) / TOP_NS_PER_SEC;
+	r->interval_s = (double)a->newest_length_ns / TOP_NS_PER_SEC;
+}
+
+struct top_row *top_add_row(struct top_snap *sn)
+{
+	if (sn->nrows == sn->cap) {
+		size_t cap = sn->cap ? 2 * sn->cap : 16;
+		struct top_row *rows = realloc(sn->rows, cap * sizeof(*rows));
+		if (!rows)
+			return NULL;
+		sn->rows = rows;
+		sn->cap = cap;
+	}
+	struct top_row *r = &sn->rows[sn->nrows++];
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct top_row *)a)->name, ((const struct top_row *)b)->name);
+}
+
+void top_sort_rows(struct top_snap *sn)
+{
+	if (sn->nrows) /* qsort's base must not be NULL, even for no rows */
+		qsort(sn->rows, sn->nrows, sizeof(*sn->rows), by_name);
+}
