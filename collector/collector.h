@@ -21,8 +21,13 @@
  * - close.c: the closer merges the finished half of every series per
  *   metric, encodes, publishes the live area, hands the lines to the writer
  *   and gives the halves back empty.
- * - collector.c: set-up, the run loop that owns the schedule (closes,
- *   housekeeping, the rings' assignment to drain threads) and a clean stop.
+ * - accounts.c: what was taken from the rings and lanes against what
+ *   reached the log, kept in the segment, so that a collector started after
+ *   a kill counts exactly what the dead one lost.
+ * - writer.c (writer.h; its pieces in writer_impl.h): the log files.
+ * - collector.c: set-up (after a kill: resuming the intervals where the log
+ *   stops), the run loop that owns the schedule (closes, housekeeping, the
+ *   rings' assignment to drain threads) and a clean stop.
  *
  * The interval protocol between drain threads and the closer, in interval
  * start times (wall clock ns, L the interval length):
