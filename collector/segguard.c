@@ -10,7 +10,7 @@
  * So a shrink is an event the collector survives, reports and recovers
  * from, in two places:
  * - the run loop compares the file's size with the mapping every tick
- *   (1 ms, one fstat) and, finding it short, gives the file its size back
+ *   (every 10 ms, one fstat) and, finding it short, gives the file its size back
  *   (ftruncate: the pages past the cut exist again, as zeros);
  * - a SIGBUS handler (installed by tailbusd only, for the whole process,
  *   which is its own) does the same for a fault inside the mapping and

@@ -1,5 +1,4 @@
-/* analysis.c - measurement drills: exact quantiles, coordinated-omission
- * correction, drift-free schedules and a single FIFO server model.
+/* analysis.c - measurement drills: exact quantiles, drift-free schedules and a single FIFO server model.
  *
  * Everything here is exact integer arithmetic over caller arrays; the only
  * floating point is the quantile level q, turned into an integer rank once
@@ -9,10 +8,8 @@
  *     the first value whose running sum reaches the nearest rank
  *     max(1, ceil(q * total)). The map is validated (sorted, counts >= 0,
  *     total fits in int64_t) before any answer is given.
- *   - correction: HdrHistogram's recordValueWithExpectedInterval, written out
- *     as a log: each v > I is followed by v - I, v - 2I, ... down to >= I.
- *     The length is computed first so the caller can size the buffer, and the
- *     fill refuses a short buffer before writing anything.
+ *   - correction: declared here through tailbus/co.h, written in co_correct.c
+ *     with the histogram forms of the same rule.
  *   - schedules: due(i) = start + floor(i * 1e9 / rate) in 128-bit integers;
  *     i * 1e9 < 2^94, so neither the product nor the sum can wrap.
  *   - FIFO server: one step function advances "busy until" by one request;
@@ -144,58 +141,6 @@ ssize_t tb_value_counts_from_samples(int64_t *samples, size_t n,
 			out[++k] = (tb_value_count){ .value = samples[i], .count = 1 };
 	}
 	return (ssize_t)(k + 1);
-}
-
-/* --- Coordinated-omission correction ------------------------------------ */
-
-/* Values back-filled after v: v - I, v - 2I, ... >= I, that is v/I - 1. */
-static uint64_t backfill_count(int64_t v, int64_t interval)
-{
-	if (interval <= 0 || v <= interval)
-		return 0;
-	return (uint64_t)(v / interval - 1);
-}
-
-int tb_co_corrected_len(const int64_t *raw, size_t n, int64_t interval, size_t *len)
-{
-	uint64_t total = n;
-
-	if (len == NULL || (n > 0 && raw == NULL))
-		return -EINVAL;
-	if (n > SSIZE_MAX)
-		return -EOVERFLOW;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t extra = backfill_count(raw[i], interval);
-
-		if (extra > (uint64_t)SSIZE_MAX - total)
-			return -EOVERFLOW;
-		total += extra;
-	}
-	*len = (size_t)total;
-	return 0;
-}
-
-ssize_t tb_co_correct_run(const int64_t *raw, size_t n, int64_t interval,
-			  int64_t *out, size_t cap)
-{
-	size_t len, k = 0;
-	int err = tb_co_corrected_len(raw, n, interval, &len);
-
-	if (err)
-		return err;
-	if (len > cap)
-		return -ENOSPC;
-	if (len > 0 && out == NULL)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		out[k++] = raw[i];
-		if (backfill_count(raw[i], interval) == 0)
-			continue;
-		/* v > I > 0 here, so v - I cannot wrap and m - I stays >= 0. */
-		for (int64_t m = raw[i] - interval; m >= interval; m -= interval)
-			out[k++] = m;
-	}
-	return (ssize_t)k;
 }
 
 /* --- Drift-free schedules ------------------------------------------------ */

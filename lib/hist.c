@@ -270,16 +270,6 @@ int tb_hist_record_n(tb_hist *h, int64_t value, int64_t n)
 	return 0;
 }
 
-int tb_hist_record_corrected(tb_hist *h, int64_t value, int64_t interval)
-{
-	int rc = tb_hist_record(h, value);
-	if (rc || interval <= 0 || value <= interval)
-		return rc;
-	for (int64_t missing = value - interval; missing >= interval; missing -= interval)
-		tb_hist_record(h, missing);
-	return 0;
-}
-
 int tb_hist_set_count_at_index(tb_hist *h, int32_t index, int64_t count)
 {
 	if (index < 0 || index >= h->counts_len || count < 0)
@@ -313,7 +303,10 @@ int tb_hist_add(tb_hist *dst, const tb_hist *src)
 	/* every counter is at most the total: checking the totals is enough */
 	if (src->total > INT64_MAX - dst->total)
 		return -EOVERFLOW;
-	if (tb_hist_same_layout(dst, src)) {
+	/* the same L and S place every value at the same index whatever H is:
+	 * when dst's counts reach src's largest value, counts add up directly */
+	if (dst->lowest == src->lowest && dst->sig_digits == src->sig_digits &&
+	    used_len(src) <= dst->counts_len) {
 		for (int32_t i = 0, n = used_len(src); i < n; i++)
 			dst->counts[i] += src->counts[i];
 		add_summary(dst, src);

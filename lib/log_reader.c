@@ -277,34 +277,6 @@ int tb_log_reader_next(tb_log_reader *r, tb_log_entry *e)
 	return 0;
 }
 
-/* Is the comment line s a mark that makes `tag` open-loop? */
-static bool marks_open_loop(span s, const char *tag)
-{
-	if (!starts_with(s, TB_OPEN_LOOP_PREFIX))
-		return false;
-	if (starts_with(s, TB_OPEN_LOOP_UNTAGGED) && s.n == strlen(TB_OPEN_LOOP_UNTAGGED))
-		return !*tag;
-	if (!starts_with(s, TB_OPEN_LOOP_TAG_PREFIX))
-		return true; /* the whole-log mark */
-	size_t k = strlen(TB_OPEN_LOOP_TAG_PREFIX), n = strlen(tag);
-	return *tag && s.n == k + n + 1 && !memcmp(s.p + k, tag, n) && s.p[k + n] == ']';
-}
-
-bool tb_log_open_loop(const char *text, size_t len, const char *tag)
-{
-	size_t pos = 0;
-	while (pos < len) {
-		span s = {text + pos, 0};
-		const char *nl = memchr(s.p, '\n', len - pos);
-		s.n = nl ? (size_t)(nl - s.p) : len - pos;
-		pos += s.n + (nl ? 1 : 0);
-		s.n = trimmed_length(s);
-		if (s.n && s.p[0] == '#' && marks_open_loop(s, tag))
-			return true;
-	}
-	return false;
-}
-
 void tb_log_entry_free(tb_log_entry *e)
 {
 	tb_hist_free(&e->hist);

@@ -15,6 +15,13 @@
  *     tag=<tag> intervals=N total=N min=V p50=V p90=V p99=V p99_9=V p99_99=V max=V
  * (an empty tag is the untagged stream). tests/interop_java.sh compares these
  * lines with what tailbus replay and the Java reference make of the log.
+ *
+ *   gen_log --tags N OUT.hlog
+ *
+ * writes instead one interval of each of N tags ("t0000000", ...), each a
+ * (1 ns, 1 h, 2 digits) histogram of TAG_SAMPLES values below 100 ns:
+ * a log of very many small tags, whose declared range is far wider than
+ * what they hold (tests/replay_tags.sh).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -111,10 +118,56 @@ static int generate(FILE *log, FILE *expected)
 	return rc;
 }
 
+/* --tags N: many small tags, one interval each. */
+#define TAG_DIGITS 2
+#define TAG_SAMPLES 10
+#define TAG_VALUE_MAX 100
+
+static int generate_tags(FILE *log, long ntags)
+{
+	tb_hist h = {0};
+	tb_log_writer w = {0};
+	char tag[32];
+	int rc = tb_hist_init(&h, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST, TAG_DIGITS);
+	if (rc == 0)
+		rc = tb_log_writer_open(&w, log, LOG_COMMENT, START_TIME_SEC, START_TIME_SEC,
+					TB_V2_DEFAULT_LEVEL);
+	for (long t = 0; t < ntags && rc == 0; t++) {
+		tb_hist_reset(&h);
+		for (int k = 0; k < TAG_SAMPLES && rc == 0; k++)
+			rc = tb_hist_record(&h, 1 + (t + k) % TAG_VALUE_MAX);
+		snprintf(tag, sizeof(tag), "t%07ld", t);
+		if (rc == 0)
+			rc = tb_log_writer_append(&w, tag, START_TIME_SEC, INTERVAL_SEC, &h);
+	}
+	tb_log_writer_close(&w);
+	tb_hist_free(&h);
+	return rc;
+}
+
+static int main_tags(char **argv)
+{
+	char *end;
+	long ntags = strtol(argv[2], &end, 10);
+	FILE *log = *end || ntags < 1 ? NULL : fopen(argv[3], "w");
+	if (!log) {
+		fprintf(stderr, "gen_log: --tags N OUT.hlog: cannot write %s\n", argv[3]);
+		return 1;
+	}
+	int rc = generate_tags(log, ntags);
+	if (fclose(log) != 0 && rc == 0)
+		rc = -EIO;
+	if (rc < 0)
+		fprintf(stderr, "gen_log: cannot generate %s: %s\n", argv[3], strerror(-rc));
+	return rc < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "--tags"))
+		return main_tags(argv);
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: gen_log OUT.hlog [EXPECTED.txt]\n");
+		fprintf(stderr, "usage: gen_log OUT.hlog [EXPECTED.txt] | gen_log --tags N OUT.hlog\n");
 		return 2;
 	}
 	FILE *log = fopen(argv[1], "w");

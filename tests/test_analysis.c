@@ -348,6 +348,42 @@ static void test_co_refuses_short_buffer_and_overflowing_length(void **state)
 	assert_int_equal(tb_co_correct_run(raw, 1, 10, NULL, 3), -EINVAL);
 }
 
+/* The histogram forms follow the same rule: a histogram copied corrected
+ * holds what recording each of its samples corrected gives. */
+static void test_co_histogram_copy_equals_per_sample_back_fill(void **state)
+{
+	const int64_t values[] = { 5, 10, 35, 1000, 1000, 20000 };
+	const int64_t interval = 10;
+	tb_hist src, want, got;
+
+	(void)state;
+	assert_int_equal(tb_hist_init(&src, 1, 100000, 3), 0);
+	assert_int_equal(tb_hist_init(&want, 1, 100000, 3), 0);
+	assert_int_equal(tb_hist_init(&got, 1, 2, 3), 0);
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		assert_int_equal(tb_hist_record(&src, values[i]), 0);
+		/* each bucket stands for its highest equivalent value */
+		assert_int_equal(tb_hist_record_corrected(&want,
+				 tb_hist_highest_equivalent(&src, values[i]), interval), 0);
+	}
+	assert_int_equal(tb_co_copy_corrected(&got, &src, interval), 0);
+	assert_int_equal(tb_hist_total(&got), tb_hist_total(&want));
+	assert_int_equal(tb_hist_max(&got), tb_hist_max(&want));
+	for (int32_t i = 0; i < got.counts_len; i++)
+		assert_int_equal(got.counts[i], want.counts[i]);
+	assert_int_equal(tb_co_backfill_count(35, 10), 2);
+	assert_int_equal(tb_co_backfill_count(10, 10), 0);
+	assert_int_equal(tb_co_backfill_count(35, 0), 0);
+	/* an interval far too small for the data is refused, not back-filled */
+	tb_hist_reset(&got);
+	assert_int_equal(tb_hist_grow(&src, 4 * TB_CO_MAX_BACKFILL), 0);
+	assert_int_equal(tb_hist_record(&src, 2 * TB_CO_MAX_BACKFILL), 0);
+	assert_int_equal(tb_co_copy_corrected(&got, &src, 1), -E2BIG);
+	tb_hist_free(&src);
+	tb_hist_free(&want);
+	tb_hist_free(&got);
+}
+
 /* --- Drift-free schedules ------------------------------------------------ */
 
 static int64_t due_at(int64_t start, uint64_t rate, uint64_t i)
@@ -614,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_co_copies_raw_when_interval_is_not_positive),
 		cmocka_unit_test(test_co_does_not_back_fill_values_up_to_the_interval),
 		cmocka_unit_test(test_co_refuses_short_buffer_and_overflowing_length),
+		cmocka_unit_test(test_co_histogram_copy_equals_per_sample_back_fill),
 		cmocka_unit_test(test_schedule_at_3_per_sec_floors_exact_thirds),
 		cmocka_unit_test(test_schedule_entry_3_million_is_exactly_1e15_after_start),
 		cmocka_unit_test(test_schedule_rate_zero_is_empty),

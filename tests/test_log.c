@@ -16,6 +16,7 @@
 
 #include "tailbus/codec.h"
 #include "tailbus/log.h"
+#include "tailbus/log_merge.h"
 
 #define HOUR_NS 3600000000000LL
 #define T0 1764525600.0 /* Sun Nov 30 18:00:00 UTC 2025 */
@@ -416,6 +417,22 @@ static void open_loop_marks_cover_the_log_or_one_tag(void **state)
 	/* only comment lines count */
 	static const char data[] = "Tag=#[tailbus: open-loop,1,1,1,x\n";
 	assert_false(tb_log_open_loop(data, strlen(data), ""));
+	/* the marks read at once say the same as each question */
+	static const char *const texts[] = {whole, per_tag, data,
+		"#[tailbus: open-loop tag=]\n#[tailbus: open-loop tag=b]c]  \n#[tailbus: open-loop tag=d\n",
+		"#[tailbus: open-loop untagged]x\n", "#[tailbus: open-loop tag=z]\n#[tailbus: open-loop tag=a]\n"};
+	static const char *const tags[] = {"", "svc", "sv", "svc2", "java", "b]c", "b", "d", "a", "z", "zz"};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		tb_log_open_loop_marks m;
+		assert_int_equal(tb_log_open_loop_scan(texts[i], strlen(texts[i]), &m), 0);
+		for (size_t k = 0; k < sizeof(tags) / sizeof(tags[0]); k++)
+			assert_int_equal(tb_log_open_loop_marked(&m, tags[k]),
+					 tb_log_open_loop(texts[i], strlen(texts[i]), tags[k]));
+		tb_log_open_loop_marks_free(&m);
+	}
+	assert_true(tb_log_open_loop(texts[3], strlen(texts[3]), "b]c"));
+	assert_false(tb_log_open_loop(texts[3], strlen(texts[3]), "d"));
+	assert_true(tb_log_open_loop(texts[4], strlen(texts[4]), "java"));
 	/* a reader that knows only the whole-log mark's prefix sees every form */
 	assert_int_equal(strncmp(TB_OPEN_LOOP_MARK, TB_OPEN_LOOP_PREFIX, strlen(TB_OPEN_LOOP_PREFIX)), 0);
 	assert_int_equal(strncmp(TB_OPEN_LOOP_UNTAGGED, TB_OPEN_LOOP_PREFIX, strlen(TB_OPEN_LOOP_PREFIX)), 0);
@@ -442,6 +459,131 @@ static void source_lines_fit_a_c_reader_and_stay_one_line(void **state)
 	assert_int_equal(tb_log_format_source(buf, 20, "A", "x"), -ENOSPC);
 }
 
+static void env_lines_read_back_by_key(void **state)
+{
+	(void)state;
+	static const char a[] = "#[comment]\n#[env hostname=h1]\n#[env kernel=6.1 x]  \r\n"
+				"#[env odd]\n#[env cpus=4]\n1,1,1,x\n#[env late=1]\n";
+	size_t pos = 0;
+	tb_log_env_field f;
+	assert_int_equal(tb_log_env_next(a, strlen(a), &pos, &f), 1);
+	assert_int_equal((int)f.key_len, 8);
+	assert_memory_equal(f.key, "hostname", 8);
+	assert_int_equal((int)f.value_len, 2);
+	assert_memory_equal(f.value, "h1", 2);
+	assert_int_equal(tb_log_env_next(a, strlen(a), &pos, &f), 1);
+	assert_int_equal((int)f.value_len, 5); /* "6.1 x": trailing blanks and CR left out */
+	assert_int_equal(tb_log_env_next(a, strlen(a), &pos, &f), 1);
+	assert_memory_equal(f.key, "cpus", 4);
+	assert_int_equal(tb_log_env_next(a, strlen(a), &pos, &f), 0); /* header lines only */
+
+	static const char *const keys[] = {"cpus", "hostname"};
+	char out[64];
+	assert_int_equal(tb_log_env_summary(a, strlen(a), keys, 2, out, sizeof(out)),
+			 strlen("hostname=h1 cpus=4"));
+	assert_string_equal(out, "hostname=h1 cpus=4");
+	assert_int_equal(tb_log_env_summary(a, strlen(a), keys, 2, out, 14), strlen("hostname=h1"));
+	assert_string_equal(out, "hostname=h1");
+	assert_int_equal(tb_log_env_summary("1,1,1,x\n", 8, keys, 2, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+
+	static const char b[] = "#[env hostname=h1]\n#[env kernel=6.1 x]\n#[env cpus=4]\n";
+	static const char c[] = "#[env hostname=h1]\n#[env kernel=6.1 x]\n";
+	assert_true(tb_log_env_same(a, strlen(a), b, strlen(b)));
+	assert_false(tb_log_env_same(a, strlen(a), c, strlen(c)));
+	assert_false(tb_log_env_same(c, strlen(c), a, strlen(a)));
+	assert_true(tb_log_env_same("", 0, "1,1,1,x\n", 8));
+}
+
+/* A payload of h, base64 (for tb_log_merge_add_payload). */
+static size_t payload_of(const tb_hist *h, char *out, size_t cap)
+{
+	size_t scratch_cap = tb_v2_inner_bound(h) + tb_v2_frame_bound(h), len = 0;
+	uint8_t *scratch = malloc(scratch_cap);
+	assert_non_null(scratch);
+	assert_int_equal(tb_v2_encode_base64(h, TB_V2_DEFAULT_LEVEL, out, cap, &len, scratch,
+					     scratch_cap), 0);
+	free(scratch);
+	return len;
+}
+
+static void merge_sizes_tags_to_their_values_and_keeps_java_layout(void **state)
+{
+	(void)state;
+	tb_hist a, b, full, java;
+	assert_int_equal(tb_hist_init(&a, 1, TB_HIST_DEFAULT_HIGHEST, 3), 0);
+	assert_int_equal(tb_hist_init(&b, 1, TB_HIST_DEFAULT_HIGHEST, 3), 0);
+	assert_int_equal(tb_hist_init(&full, 1, TB_HIST_DEFAULT_HIGHEST, 3), 0);
+	assert_int_equal(tb_hist_record_n(&a, 1000, 3), 0);
+	assert_int_equal(tb_hist_record_n(&b, 123456, 2), 0);
+	assert_int_equal(tb_hist_add(&full, &a), 0);
+	assert_int_equal(tb_hist_add(&full, &b), 0);
+
+	tb_log_merge m;
+	tb_log_merge_init(&m, TB_LOG_MERGE_FIRST_LAYOUT);
+	assert_int_equal(tb_log_merge_find(&m, "x"), -1);
+	long t = tb_log_merge_tag_of(&m, "x", &a);
+	assert_int_equal(t, 0);
+	assert_int_equal(tb_log_merge_tag_of(&m, "x", &b), 0);
+	assert_int_equal(tb_log_merge_add(&m, 0, &a, 100.0, 1.0), 0);
+	char text[4096];
+	size_t n = payload_of(&b, text, sizeof(text));
+	const char *why = NULL;
+	assert_int_equal(tb_log_merge_add_payload(&m, 0, text, n, 101.0, 1.0, &why), 0);
+	const tb_log_merge_tag *x = &m.tags[0];
+	assert_int_equal(x->intervals, 2);
+	assert_true(x->from == 100.0 && x->to == 102.0);
+	/* counts up to the largest value, not the declared hour */
+	assert_true(x->hist.counts_len < full.counts_len / 2);
+	assert_int_equal(x->layout_highest, TB_HIST_DEFAULT_HIGHEST);
+	assert_int_equal(tb_hist_total(&x->hist), 5);
+	assert_int_equal(tb_hist_max(&x->hist), tb_hist_max(&full));
+	assert_int_equal(tb_hist_value_at_percentile(&x->hist, 50.0),
+			 tb_hist_value_at_percentile(&full, 50.0));
+	assert_int_equal(tb_log_merge_java_layout(&m, 0, &java), 0);
+	assert_int_equal(java.bucket_count, full.bucket_count);
+	assert_int_equal(java.counts_len, full.counts_len);
+	assert_memory_equal(java.counts, full.counts, (size_t)full.counts_len * sizeof(int64_t));
+	tb_hist_free(&java);
+
+	/* another L: the payload is refused whole, to be decoded and added */
+	tb_hist other;
+	assert_int_equal(tb_hist_init(&other, 1000, TB_HIST_DEFAULT_HIGHEST, 3), 0);
+	assert_int_equal(tb_hist_record(&other, 5000), 0);
+	n = payload_of(&other, text, sizeof(text));
+	assert_int_equal(tb_log_merge_add_payload(&m, 0, text, n, 102.0, 1.0, &why), -ERANGE);
+	assert_int_equal(m.tags[0].intervals, 2);
+	assert_int_equal(tb_log_merge_add(&m, 0, &other, 102.0, 1.0), 0);
+	assert_int_equal(tb_hist_total(&m.tags[0].hist), 6);
+
+	/* many tags: each found by name, in the order first met */
+	char name[32];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "t%d", i);
+		assert_int_equal(tb_log_merge_tag_of(&m, name, &a), i + 1);
+	}
+	for (int i = 999; i >= 0; i--) {
+		snprintf(name, sizeof(name), "t%d", i);
+		assert_int_equal(tb_log_merge_find(&m, name), i + 1);
+	}
+	assert_int_equal(tb_log_merge_find(&m, "t1000"), -1);
+	assert_int_equal(tb_log_merge_find(&m, ""), -1);
+	tb_log_merge_free(&m);
+
+	/* --digits: a fresh histogram from 1 up, grown to what was merged */
+	tb_log_merge_init(&m, 2);
+	assert_int_equal(tb_log_merge_tag_of(&m, "", &other), 0);
+	assert_int_equal(tb_log_merge_add(&m, 0, &other, 0.0, 1.0), 0);
+	assert_int_equal(m.tags[0].hist.sig_digits, 2);
+	assert_int_equal(m.tags[0].hist.lowest, 1);
+	assert_int_equal(m.tags[0].layout_highest, m.tags[0].hist.highest);
+	tb_log_merge_free(&m);
+	tb_hist_free(&a);
+	tb_hist_free(&b);
+	tb_hist_free(&full);
+	tb_hist_free(&other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +601,8 @@ int main(void)
 		cmocka_unit_test(load_inflates_by_magic_whatever_the_name),
 		cmocka_unit_test(open_loop_marks_cover_the_log_or_one_tag),
 		cmocka_unit_test(source_lines_fit_a_c_reader_and_stay_one_line),
+		cmocka_unit_test(env_lines_read_back_by_key),
+		cmocka_unit_test(merge_sizes_tags_to_their_values_and_keeps_java_layout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
-/* cli.c - shared helpers for the `tailbus` verbs (see cli.h). */
+/* cli.c - shared helpers for the `tailbus` verbs (see cli.h): sentences on
+ * stderr, strict parsing, and log text made safe for a terminal or JSON. */
 #include "cli.h"
 
 #include "tailbus/env.h"
@@ -14,19 +15,48 @@
 #define ESCAPE_BELOW 0x20 /* C0 control characters */
 #define ESCAPE_DEL 0x7f
 #define ERROR_MAX 4096    /* one message; a longer one ends in "..." */
+#define ESCAPED_WIDTH 4   /* "\xNN" */
 
-/* A message may quote bytes from a log (a tag, a field): control bytes
- * (C0 and DEL) are written as \xNN, so a log cannot move the cursor, set
- * the title or end the line on the user's terminal. Bytes from 0x80 up are
- * left alone: they may be UTF-8. */
-static void put_escaped(FILE *out, const char *s, size_t n)
+/* Text from a log (a tag, a field, an env value) may hold any byte: control
+ * bytes (C0 and DEL) are written as \xNN, so a log cannot move the cursor,
+ * set the title or end the line on the user's terminal. Bytes from 0x80 up
+ * are left alone: they may be UTF-8. */
+static bool needs_escape(unsigned char ch)
 {
-	for (size_t i = 0; i < n; i++) {
+	return ch < ESCAPE_BELOW || ch == ESCAPE_DEL;
+}
+
+size_t tb_cli_escape(char *buf, size_t cap, const char *s, size_t n)
+{
+	size_t o = 0;
+	if (cap == 0)
+		return 0;
+	/* room for the widest form of one byte and the NUL */
+	for (size_t i = 0; i < n && o + ESCAPED_WIDTH < cap; i++) {
 		unsigned char ch = (unsigned char)s[i];
-		if (ch < ESCAPE_BELOW || ch == ESCAPE_DEL)
-			fprintf(out, "\\x%02x", ch);
+		if (needs_escape(ch))
+			o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", ch);
 		else
-			fputc(ch, out);
+			buf[o++] = (char)ch;
+	}
+	buf[o] = '\0';
+	return o;
+}
+
+const char *tb_cli_text(char *buf, size_t cap, const char *s)
+{
+	tb_cli_escape(buf, cap, s, strlen(s));
+	return buf;
+}
+
+/* s[0..n) escaped, a piece at a time. */
+void tb_cli_put_text(FILE *out, const char *s, size_t n)
+{
+	enum { PIECE = 64 };
+	char buf[TB_CLI_ESCAPED_MAX(PIECE)];
+	for (size_t i = 0; i < n; i += PIECE) {
+		tb_cli_escape(buf, sizeof(buf), s + i, n - i < PIECE ? n - i : PIECE);
+		fputs(buf, out);
 	}
 }
 
@@ -40,7 +70,7 @@ void tb_cli_error(const char *verb, const char *fmt, ...)
 	if (n < 0)
 		n = 0;
 	fprintf(stderr, "tailbus %s: ", verb);
-	put_escaped(stderr, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+	tb_cli_put_text(stderr, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 	if ((size_t)n >= sizeof(msg))
 		fputs("...", stderr);
 	fputc('\n', stderr);
@@ -127,11 +157,11 @@ void tb_cli_env_json(FILE *out)
 	tb_env_format_json(&e, out);
 }
 
-void tb_cli_json_string(FILE *out, const char *s)
+void tb_cli_json_string_n(FILE *out, const char *s, size_t n)
 {
 	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
 		if (c == '"' || c == '\\')
 			fprintf(out, "\\%c", c);
 		else if (c < 0x20)
@@ -142,34 +172,9 @@ void tb_cli_json_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-size_t tb_cli_log_env(const char *text, size_t len, char *out, size_t cap)
+void tb_cli_json_string(FILE *out, const char *s)
 {
-	static const char prefix[] = "#[env ";
-	static const char *keys[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource",
-				     "governor", "commit"};
-	const char *p = text, *end = text + len;
-	size_t o = 0;
-	out[0] = '\0';
-	/* header lines only: they all start with '#' and come first */
-	while (p < end && *p == '#') {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *eol = nl ? nl : end;
-		const char *key = p + sizeof(prefix) - 1;
-		const char *eq = memchr(p, '=', (size_t)(eol - p));
-		if (eol - p > (long)sizeof(prefix) && !memcmp(p, prefix, sizeof(prefix) - 1) && eq &&
-		    eol[-1] == ']') {
-			for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-				if (strlen(keys[k]) != (size_t)(eq - key) || memcmp(key, keys[k], (size_t)(eq - key)))
-					continue;
-				int n = snprintf(out + o, cap - o, "%s%.*s", o ? " " : "",
-						 (int)(eol - 1 - key), key);
-				if (n > 0 && (size_t)n < cap - o)
-					o += (size_t)n;
-			}
-		}
-		p = nl ? nl + 1 : end;
-	}
-	return o;
+	tb_cli_json_string_n(out, s, strlen(s));
 }
 
 bool tb_cli_no_operands(const char *verb, int argc, char **argv)

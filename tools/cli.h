@@ -43,11 +43,21 @@ void tb_cli_fmt_ns(char *buf, size_t cap, double ns);
 bool tb_cli_parse_double(const char *s, double *out);
 bool tb_cli_parse_i64(const char *s, int64_t *out);
 
-/* "key=value ..." of the main environment lines ("#[env ...]") in a log's
- * header, as tailbusd writes them; returns its length, 0 when there are none. */
-size_t tb_cli_log_env(const char *text, size_t len, char *out, size_t cap);
 /* s as a JSON string literal, quotes and escapes included. */
 void tb_cli_json_string(FILE *out, const char *s);
+void tb_cli_json_string_n(FILE *out, const char *s, size_t n);
+
+/* Text taken from a log (tags, env values, comments) for a terminal, in
+ * every text format: control bytes (C0 and DEL) as \xNN, as tb_cli_error
+ * writes them, so a log cannot drive the terminal. tb_cli_escape writes
+ * s[0..n) into buf (NUL-terminated; what does not fit is left off) and
+ * returns the length; with cap TB_CLI_ESCAPED_MAX(n) everything fits.
+ * tb_cli_text does it for a string and returns buf, for a "%s";
+ * tb_cli_put_text writes s[0..n) escaped to out, whatever its length. */
+#define TB_CLI_ESCAPED_MAX(n) (4 * (n) + 1)
+size_t tb_cli_escape(char *buf, size_t cap, const char *s, size_t n);
+const char *tb_cli_text(char *buf, size_t cap, const char *s);
+void tb_cli_put_text(FILE *out, const char *s, size_t n);
 /* The machine a report was made on: one line, or a JSON member "env":{...}. */
 void tb_cli_env_line(FILE *out);
 void tb_cli_env_json(FILE *out);

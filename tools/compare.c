@@ -3,7 +3,7 @@
  *   tailbus compare A.hlog... -- B.hlog... [--format text|json] [--plot DIR] [--tag T]
  *
  * Each file is one run (all its intervals of a tag merged into one histogram,
- * with the layout of the first, as replay does). Runs of one configuration
+ * with the layout of the first, as replay does: tailbus/log_merge.h). Runs of one configuration
  * differ from each other (placement, frequency, neighbours), so a difference
  * between A and B means something only when it is larger than that noise. For
  * each tag present in every run and each figure (p50, p90, p99, p99.9,
@@ -26,7 +26,8 @@
  * prints that chance, so two runs a side are not mistaken for proof; run the
  * configurations interleaved (A B A B ...) so drift hits both alike.
  *
- * A run's file may be "-" (standard input) or gzip'd (tb_log_load).
+ * A run's file may be "-" (standard input) or gzip'd (tb_log_load). Text
+ * from the logs (tags, env values) is escaped for the terminal (tb_cli_text).
  *
  * JSON (stable; values in the log's unit):
  *   {"a":[FILE...],"b":[FILE...],"tags":[{"tag":T,
@@ -49,6 +50,7 @@
 #include "cli.h"
 #include "plot.h"
 #include "tailbus/log.h"
+#include "tailbus/log_merge.h"
 #include "tailbus/report.h"
 #include "tailbus/summary.h"
 
@@ -75,20 +77,15 @@ struct options {
 	size_t nfiles[SIDES];
 };
 
-/* One tag of one run. */
-struct run_tag {
-	char name[TB_LOG_TAG_MAX];
-	tb_hist h;
-	double from, to; /* its intervals' span, seconds since the epoch (plot titles) */
-};
-
 #define ENV_TEXT_MAX 512
+/* The env lines of a log header (tailbusd's) that say where a run was measured. */
+static const char *const env_keys[] = {"hostname", "kernel", "cpu_model", "cpus", "clocksource",
+				       "governor", "commit"};
 
 struct run {
 	const char *path;
 	char env[ENV_TEXT_MAX]; /* where it was measured, from the log header ("" if unknown) */
-	struct run_tag *tags;
-	size_t ntags;
+	tb_log_merge merge; /* its tags (tags[].from/to: the span, for plot titles) */
 };
 
 struct side {
@@ -111,28 +108,6 @@ struct figure {
 
 /* ---- reading ---- */
 
-static struct run_tag *run_tag(struct run *r, const char *name, const tb_hist *like)
-{
-	for (size_t i = 0; i < r->ntags; i++) {
-		if (!strcmp(r->tags[i].name, name))
-			return &r->tags[i];
-	}
-	if (!like)
-		return NULL;
-	struct run_tag *grown = realloc(r->tags, (r->ntags + 1) * sizeof(*grown));
-	if (!grown)
-		return NULL;
-	r->tags = grown;
-	struct run_tag *t = &r->tags[r->ntags];
-	snprintf(t->name, sizeof(t->name), "%s", name);
-	t->from = INFINITY;
-	t->to = -INFINITY;
-	if (tb_hist_init_like(&t->h, like) < 0)
-		return NULL;
-	r->ntags++;
-	return t;
-}
-
 /* Merge every interval of the file, per tag. 0; -1 after saying what was
  * wrong with some lines; READ_FAILED when the file cannot be read at all. */
 #define READ_FAILED (-2)
@@ -140,12 +115,14 @@ static int read_run(struct run *r, const char *tag)
 {
 	char *text;
 	size_t len;
+	tb_log_merge_init(&r->merge, TB_LOG_MERGE_FIRST_LAYOUT);
 	int rc = tb_log_load(r->path, TB_LOG_INFLATED_MAX, &text, &len);
 	if (rc < 0) {
 		tb_cli_error(VERB, "cannot read %s: %s; run left out", r->path, tb_log_load_strerror(rc));
 		return READ_FAILED;
 	}
-	tb_cli_log_env(text, len, r->env, sizeof(r->env));
+	tb_log_env_summary(text, len, env_keys, sizeof(env_keys) / sizeof(env_keys[0]), r->env,
+			   sizeof(r->env));
 	tb_log_reader rd;
 	tb_log_entry e;
 	memset(&e, 0, sizeof(e));
@@ -161,14 +138,13 @@ static int read_run(struct run *r, const char *tag)
 		}
 		if (tag && strcmp(tag, e.tag))
 			continue;
-		struct run_tag *t = run_tag(r, e.tag, &e.hist);
-		if (!t) {
+		long t = tb_log_merge_tag_of(&r->merge, e.tag, &e.hist);
+		if (t < 0) {
 			rc = -ENOMEM;
 			break;
 		}
-		t->from = fmin(t->from, e.start_abs_sec);
-		t->to = fmax(t->to, e.start_abs_sec + e.length_sec);
-		if ((rc = tb_hist_add_growing(&t->h, &e.hist)) < 0) {
+		if ((rc = tb_log_merge_add(&r->merge, (size_t)t, &e.hist, e.start_abs_sec,
+					   e.length_sec)) < 0) {
 			tb_cli_error(VERB, "%s: line %zu: cannot merge tag '%s': %s", r->path, e.line,
 				     e.tag, strerror(-rc));
 			status = -1;
@@ -187,9 +163,7 @@ static void free_sides(struct side *sides)
 {
 	for (int s = 0; s < SIDES; s++) {
 		for (size_t i = 0; i < sides[s].nruns; i++) {
-			for (size_t t = 0; t < sides[s].runs[i].ntags; t++)
-				tb_hist_free(&sides[s].runs[i].tags[t].h);
-			free(sides[s].runs[i].tags);
+			tb_log_merge_free(&sides[s].runs[i].merge);
 		}
 		free(sides[s].runs);
 	}
@@ -248,8 +222,13 @@ static void print_env(FILE *out, const struct side *sides)
 {
 	bool differ = false;
 	for (int s = 0; s < SIDES; s++) {
-		fprintf(out, "%s measured on: %s\n", side_names[s],
-			*sides[s].runs[0].env ? sides[s].runs[0].env : "not recorded in the log");
+		const char *env = sides[s].runs[0].env;
+		fprintf(out, "%s measured on: ", side_names[s]);
+		if (*env)
+			tb_cli_put_text(out, env, strlen(env));
+		else
+			fputs("not recorded in the log", out);
+		fputc('\n', out);
 		for (size_t i = 0; i < sides[s].nruns; i++)
 			differ |= strcmp(sides[s].runs[i].env, sides[0].runs[0].env) != 0;
 	}
@@ -266,7 +245,7 @@ static int compare_tag(const struct side *sides, size_t *tag_at[SIDES], struct f
 	for (int s = 0; s < SIDES; s++) {
 		for (size_t i = 0; i < nruns[s]; i++) {
 			tb_summary sum;
-			tb_summarize(&sides[s].runs[i].tags[tag_at[s][i]].h, &sum);
+			tb_summarize(&sides[s].runs[i].merge.tags[tag_at[s][i]].hist, &sum);
 			totals[s][i] = sum.total;
 			for (int k = 0; k < FIGURES; k++) {
 				bool is_max = k == FIGURE_MAX;
@@ -353,8 +332,10 @@ static void print_text_tag(FILE *out, const char *tag, const size_t *nruns,
 			   const struct figure *fig, int64_t *const totals[SIDES])
 {
 	char med[SIDES][32], lo[SIDES][32], hi[SIDES][32], range[SIDES][80], ratio[32];
-	fprintf(out, "%s%s: A %zu run%s, B %zu run%s\n", *tag ? "tag " : "", *tag ? tag : "(untagged)",
-		nruns[0], nruns[0] == 1 ? "" : "s", nruns[1], nruns[1] == 1 ? "" : "s");
+	char esc[TB_CLI_ESCAPED_MAX(TB_LOG_TAG_MAX)];
+	fprintf(out, "%s%s: A %zu run%s, B %zu run%s\n", *tag ? "tag " : "",
+		tb_cli_text(esc, sizeof(esc), *tag ? tag : "(untagged)"), nruns[0],
+		nruns[0] == 1 ? "" : "s", nruns[1], nruns[1] == 1 ? "" : "s");
 	fprintf(out, "  samples per run:");
 	for (int s = 0; s < SIDES; s++) {
 		fprintf(out, " %s", side_names[s]);
@@ -455,11 +436,11 @@ static int plot_tag(const struct options *o, const struct side *sides, size_t *t
 	for (int s = 0; s < SIDES && rc == 0; s++) {
 		for (size_t i = 0; i < sides[s].nruns; i++, at++) {
 			const struct run *r = &sides[s].runs[i];
-			from = fmin(from, r->tags[tag_at[s][i]].from);
-			to = fmax(to, r->tags[tag_at[s][i]].to);
+			from = fmin(from, r->merge.tags[tag_at[s][i]].from);
+			to = fmax(to, r->merge.tags[tag_at[s][i]].to);
 			snprintf(labels[at], sizeof(labels[at]), "%s%zu %s", side_names[s], i + 1,
 				 base_name(r->path));
-			spectra[at] = (tb_plot_spectrum){labels[at], &r->tags[tag_at[s][i]].h,
+			spectra[at] = (tb_plot_spectrum){labels[at], &r->merge.tags[tag_at[s][i]].hist,
 							 tb_plot_color(s ? TB_PLOT_REDS : TB_PLOT_BLUES, i),
 							 s ? TB_PLOT_DASHED : TB_PLOT_SOLID};
 		}
@@ -494,15 +475,13 @@ static bool locate(const struct side *sides, const char *tag, size_t *tag_at[SID
 	for (int s = 0; s < SIDES; s++) {
 		for (size_t i = 0; i < sides[s].nruns; i++) {
 			const struct run *r = &sides[s].runs[i];
-			size_t t = 0;
-			while (t < r->ntags && strcmp(r->tags[t].name, tag))
-				t++;
-			if (t == r->ntags) {
+			long t = tb_log_merge_find(&r->merge, tag);
+			if (t < 0) {
 				tb_cli_error(VERB, "tag '%s' has no intervals in %s; not compared",
 					     *tag ? tag : "(untagged)", r->path);
 				return false;
 			}
-			tag_at[s][i] = t;
+			tag_at[s][i] = (size_t)t;
 		}
 	}
 	return true;
@@ -516,9 +495,9 @@ static int all_tags(const struct side *sides, const char ***tags, size_t *n)
 	for (int s = 0; s < SIDES; s++) {
 		for (size_t i = 0; i < sides[s].nruns; i++) {
 			const struct run *r = &sides[s].runs[i];
-			for (size_t t = 0; t < r->ntags; t++) {
+			for (size_t t = 0; t < r->merge.ntags; t++) {
 				size_t k = 0;
-				while (k < *n && strcmp((*tags)[k], r->tags[t].name))
+				while (k < *n && strcmp((*tags)[k], r->merge.tags[t].name))
 					k++;
 				if (k < *n)
 					continue;
@@ -526,7 +505,7 @@ static int all_tags(const struct side *sides, const char ***tags, size_t *n)
 				if (!grown)
 					return -ENOMEM;
 				*tags = grown;
-				(*tags)[(*n)++] = r->tags[t].name;
+				(*tags)[(*n)++] = r->merge.tags[t].name;
 			}
 		}
 	}

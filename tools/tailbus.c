@@ -1,7 +1,8 @@
 /* tailbus.c - the `tailbus` command: one binary, one verb per concern.
  *
- * Each verb lives in its own file (replay.c, ...) and is reached through the
- * table below, so adding a verb is one line here and one file.
+ * Each verb lives in its own file (compare.c, ...) or folder (replay/, ...)
+ * and is reached through the table below, so adding a verb is one line here
+ * and its file.
  */
 #include <stdio.h>
 #include <string.h>

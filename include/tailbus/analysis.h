@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tailbus/co.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -67,20 +69,7 @@ int tb_quantile(const tb_value_count *pairs, size_t n, double q, int64_t *value)
 ssize_t tb_value_counts_from_samples(int64_t *samples, size_t n,
 				     tb_value_count *out, size_t cap);
 
-/* --- Coordinated-omission correction (HdrHistogram's back-fill) ----------- */
-
-/* Length of the corrected log of `n` raw samples with expected interval I:
- * each sample v contributes itself plus v/I - 1 back-filled values when I > 0
- * and v > I. Writes it to *len. Returns 0, -EINVAL for a NULL pointer, or
- * -EOVERFLOW when the length does not fit in size_t. */
-int tb_co_corrected_len(const int64_t *raw, size_t n, int64_t interval, size_t *len);
-
-/* Corrected log: for each raw v in order, v, then v - I, v - 2I, ... while
- * the value is >= I (only when I > 0 and v > I; I <= 0 copies raw). Writes to
- * out[0..cap). Returns the number written, -ENOSPC when cap is smaller than
- * tb_co_corrected_len() (out is then untouched), -EINVAL or -EOVERFLOW. */
-ssize_t tb_co_correct_run(const int64_t *raw, size_t n, int64_t interval,
-			  int64_t *out, size_t cap);
+/* --- Coordinated-omission correction: tailbus/co.h (co_correct.c) ------ */
 
 /* --- Drift-free schedules ------------------------------------------------ */
 

@@ -127,12 +127,14 @@ static inline int tb_hist_record(tb_hist *h, int64_t value)
 	return tb_hist_record_n(h, value, 1);
 }
 /* Coordinated-omission back-fill (docs/formats.md): record value, then
- * value - I, value - 2I, ... while >= I. I <= 0 means no correction. */
+ * value - I, value - 2I, ... while >= I. I <= 0 means no correction.
+ * tb_co_record_n with n = 1 (tailbus/co.h, where the rule is written).
+ * Returns 0 or a tb_hist_record_n error. */
 int tb_hist_record_corrected(tb_hist *h, int64_t value, int64_t interval);
 
-/* dst += src. Same layout: counts are added; otherwise each bucket of src is
- * re-recorded at its lowest equivalent value (values above dst's H are clamped
- * and counted). Returns 0, or -EOVERFLOW (dst unchanged) when the total
+/* dst += src. Same L and S, and src's values within dst's counts: counts are
+ * added; otherwise each bucket of src is re-recorded at its lowest equivalent
+ * value (values above dst's H are clamped and counted). Returns 0, or -EOVERFLOW (dst unchanged) when the total
  * would pass INT64_MAX. */
 int tb_hist_add(tb_hist *dst, const tb_hist *src);
 /* dst += src, then src is left empty (as tb_hist_reset): the collector's

@@ -194,6 +194,44 @@ int tb_log_format_open_loop_tag(char *buf, size_t cap, const char *tag);
  * anywhere in the text count (a concatenated log keeps each part's header). */
 bool tb_log_open_loop(const char *text, size_t len, const char *tag);
 
+/* Every open-loop mark of a log, read in one pass (log_header.c): for a
+ * reader asking about many tags, as tb_log_open_loop answers each. */
+typedef struct tb_log_mark {
+	const char *tag; /* a per-tag mark's tag, in the log's text */
+	size_t len;
+} tb_log_mark;
+typedef struct tb_log_open_loop_marks {
+	bool whole;        /* the whole-log mark */
+	bool untagged;     /* the untagged lines' mark */
+	tb_log_mark *tags; /* the per-tag marks (sorted; private order) */
+	size_t ntags;
+} tb_log_open_loop_marks;
+/* 0, or -ENOMEM (*m then empty). */
+int tb_log_open_loop_scan(const char *text, size_t len, tb_log_open_loop_marks *m);
+/* What tb_log_open_loop(text, len, tag) says, from the marks of text. */
+bool tb_log_open_loop_marked(const tb_log_open_loop_marks *m, const char *tag);
+void tb_log_open_loop_marks_free(tb_log_open_loop_marks *m);
+
+/* ---- header: where the log was measured (log_header.c) ---- */
+
+/* One "#[env key=value]" line of a log's header (tailbus/env.h), pointing
+ * into the log's text: the whole line (no newline), its key and its value. */
+typedef struct tb_log_env_field {
+	const char *line, *key, *value;
+	size_t line_len, key_len, value_len;
+} tb_log_env_field;
+
+/* The env lines of a log's header, one per call: start with *pos = 0;
+ * returns 1 with *f filled, or 0 when the header has no more. */
+int tb_log_env_next(const char *text, size_t len, size_t *pos, tb_log_env_field *f);
+/* "key=value key=value ..." of the env lines whose key is one of `keys`,
+ * in the log's order, into out (at most cap - 1 bytes; an item that does
+ * not fit is left out). Returns its length, 0 when there are none. */
+size_t tb_log_env_summary(const char *text, size_t len, const char *const *keys, size_t nkeys,
+			  char *out, size_t cap);
+/* True when two logs have the same env lines (both none included). */
+bool tb_log_env_same(const char *a, size_t alen, const char *b, size_t blen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,4 @@
-/* warmup.c - the steady-state rule of warmup.h.
+/* warmup.c - the steady-state rule of tailbus/warmup.h.
  *
  * The medians of every suffix (intervals s..n-1) are computed in one pass from
  * the end with two heaps (the lower half in a max-heap, the upper half in a
@@ -6,7 +6,7 @@
  * intervals costs n log n, not n^2. The scan for the first settled window
  * then reads them in order.
  */
-#include "warmup.h"
+#include "tailbus/warmup.h"
 
 #include <errno.h>
 #include <math.h>

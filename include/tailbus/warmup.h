@@ -1,4 +1,4 @@
-/* warmup.h - where a run's warm-up ends: per-interval p50 and p99 stop drifting.
+/* tailbus/warmup.h - where a run's warm-up ends: per-interval p50 and p99 stop drifting.
  *
  * The rule (`tailbus replay --warmup auto`), over a run's non-empty intervals
  * in time order: the warm-up ends at the first interval s such that, for p50
@@ -37,14 +37,18 @@
  *     from accepting everything below the median (a warm-up can also be
  *     faster than the steady state: a queue filling up).
  */
-#ifndef TAILBUS_TOOLS_WARMUP_H
-#define TAILBUS_TOOLS_WARMUP_H
+#ifndef TAILBUS_WARMUP_H
+#define TAILBUS_WARMUP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tailbus/hist.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define TB_WARMUP_WINDOW 5
 #define TB_WARMUP_TOLERANCE 0.25
@@ -94,4 +98,7 @@ typedef struct tb_warmup_result {
 int tb_warmup_mark(tb_interval_figures *const *run, size_t n, double seconds,
 		   tb_warmup_result *res);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
