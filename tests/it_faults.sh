@@ -367,7 +367,15 @@ if late > sent // 40:
 print("  logged %d + lost %d == written + folded %d (%d folded); %d late"
       % (logged, lost, sent, folded, late))
 PY
-	no_interval_twice "$tmp/$bus"/log/*.hlog
+	no_interval_twice "$tmp/$bus"/log/*.hlog || return 1
+	# a log that opens with the loss line reads with Java's reader too
+	local f
+	f=$(grep -l "^# tailbus: [0-9]* events lost" "$tmp/$bus"/log/*.hlog | head -1)
+	[[ -n $f ]] || { echo "  no log carries the loss line"; return 1; }
+	if java_reader; then
+		java -cp "$JAR:$tmp/classes" ReadLog "$f" >/dev/null 2>"$tmp/$bus/java.err" ||
+			{ echo "  Java's reader refused $f: $(head -3 "$tmp/$bus/java.err")"; return 1; }
+	fi
 }
 check "20 collector SIGKILLs under 2 producers: logged + reported lost == written + folded" kill_campaign
 
