@@ -228,6 +228,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 static void expired(void *ctx, uint16_t metric, bool was_start)
 {
 	tb_collector *c = ctx;
+	c->accounts.join_left++; /* it leaves the table, counted in the next close */
 	if (metric >= c->seg.layout.metric_capacity)
 		return;
 	if (was_start)
@@ -337,6 +338,7 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	uint64_t drops[c->seg.layout.slot_count];
 	/* folds before the ring rows, which show them */
 	uint64_t fresh_drops = take_drops_and_folds(c, half, drops);
+	tb_accounts_take(c, half); /* before the ring rows clear the tallies */
 	uint64_t bus_drops = fresh_drops + k->drops_carried;
 	uint32_t published = 0;
 	k->log.len = k->side.len = 0;
@@ -376,12 +378,17 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	/* this close's drops, shown with no metric: with the next close's, once */
 	k->drops_carried = published ? 0 : fresh_drops;
 	k->gap_carried = published ? 0 : gap_ns;
+	tb_accounts_writing(c, k->start_ns, rc == 0 && k->log.len > 0);
 	if (rc == 0 && k->side.len)
 		rc = tb_writer_append_sidecar(c->writer, k->side.p, k->side.len);
 	if (rc == 0 && k->log.len)
 		rc = tb_writer_append_log(c->writer, k->log.p, k->log.len);
 	if (rc == 0)
 		rc = tb_writer_end_interval(c->writer);
+	/* the interval is in the files (or reported lost from them) before
+	 * the accounts say so (accounts.c) */
+	tb_writer_settle(c->writer);
+	tb_accounts_publish(c, k->start_ns);
 	/* the closed half is given back empty (merge_metric emptied every
 	 * series that recorded; this catches any it could not) */
 	uint32_t n = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);

@@ -7,6 +7,11 @@
  * can be checked before the segment is created is (the lock's place); a
  * start that fails after creating it removes it again.
  *
+ * A collector started after one that was killed reports what that one lost
+ * (accounts.c) and resumes the interval clock where its log stops: before
+ * the drain threads start, it closes the intervals up to the current one
+ * from the rings' backlog (catch_up), each event in its own interval.
+ *
  * tb_collector_run starts the drain threads (drain.c) and runs the schedule
  * on its own thread, which is also the closer's: every 10 ms it
  * closes each interval all drain threads have finished (close.c) and keeps
@@ -165,14 +170,40 @@ static int alloc_state(tb_collector *c)
 		rc = tb_join_init(&c->join, c->cfg.join_capacity, c->cfg.join_timeout_ns);
 	if (rc == 0)
 		rc = tb_folds_init(c);
+	if (rc == 0)
+		rc = tb_accounts_init(c);
 	return rc < 0 ? rc : tb_series_pool_init(c);
+}
+
+/* A collector started after one that was killed resumes its interval
+ * clock where the dead one's log stops, if that is at most this many
+ * intervals back: what waited in the rings goes to the intervals it
+ * completed in (catch_up), not into the first one as late. */
+#define RESUME_MAX_INTERVALS 8
+
+/* The first interval: now's, or where the log of a killed collector stops
+ * (and the live area, which it may have published into before it wrote
+ * the interval's lines). */
+static int64_t first_interval(tb_collector *c, int64_t now)
+{
+	struct tb_accounts *a = &c->accounts;
+	int64_t len = c->cfg.interval_ns, start = now / len * len;
+	const tb_seg_header *h = (const tb_seg_header *)c->seg.base;
+	if (!a->inherited || !a->logged_start_ns || h->collector_interval_ns != len)
+		return start;
+	int64_t next = a->logged_start_ns + len, shown = tb_publish_newest_start(c);
+	if (shown >= next)
+		next = shown + len;
+	if (next % len != 0 || next >= start || start - next > RESUME_MAX_INTERVALS * len)
+		return start;
+	a->resumed = true;
+	return next;
 }
 
 /* The first interval: every drain thread counts it in half 0, the closer
  * closes it first, and the half before it counts as given back. */
-static void start_intervals(tb_collector *c, int64_t now)
+static void start_intervals(tb_collector *c, int64_t start)
 {
-	int64_t start = now / c->cfg.interval_ns * c->cfg.interval_ns;
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
 		tb_drainer *d = &c->drainers[k];
 		d->cur = 0;
@@ -236,7 +267,10 @@ static int open_collector(tb_collector *c, const tb_collector_config *cfg, const
 		return fail(why, "the series histogram layout is not the one the drain has built in", -EINVAL);
 	c->clock_offset_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
 	int64_t now = clock_ns(CLOCK_MONOTONIC) + c->clock_offset_ns;
-	start_intervals(c, now);
+	/* what a killed collector before this one took and never logged:
+	 * before its pid is overwritten and any slot is followed */
+	tb_accounts_adopt(c);
+	start_intervals(c, first_interval(c, now));
 	tb_writer_config wc = cfg->writer;
 	wc.bus = cfg->bus;
 	/* tb_span and tb_end carry the intended time: everything this collector
@@ -252,6 +286,7 @@ static int open_collector(tb_collector *c, const tb_collector_config *cfg, const
 	}
 	if ((rc = tb_writer_open(&c->writer, &wc, c->closer.start_ns, why)) < 0)
 		return rc;
+	tb_accounts_start(c);
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	h->collector_pid = getpid();
 	h->collector_interval_ns = cfg->interval_ns;
@@ -487,6 +522,21 @@ static int finish(tb_collector *c)
 	return rc;
 }
 
+/* Resumed where a killed collector's log stops (first_interval): before
+ * the drain threads start, each interval up to the current one is closed
+ * from what the rings hold, read in ring order only as far as it
+ * completes before the interval after it, so that the closer's interval
+ * and the next get it; what completed before the first one is late. */
+static void catch_up(tb_collector *c)
+{
+	int64_t len = c->cfg.interval_ns;
+	while (c->accounts.resumed && tb_collector_now(c) >= c->closer.start_ns + len + c->cfg.grace_ns) {
+		for (uint32_t k = 0; k < c->ndrainers; k++)
+			tb_drainer_drain_before(&c->drainers[k], c->closer.start_ns + 2 * len);
+		report_io_error(c, tb_collector_close_interval(c, len));
+	}
+}
+
 static int start_drainers(tb_collector *c)
 {
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
@@ -544,6 +594,7 @@ static void tick(tb_collector *c, int64_t mono)
 int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 {
 	c->stop = stop;
+	catch_up(c);
 	int rc = start_drainers(c);
 	if (rc < 0) {
 		fprintf(stderr, "tailbusd: cannot start the drain threads: %s\n", strerror(-rc));
@@ -580,6 +631,7 @@ void tb_collector_close(tb_collector *c)
 	free(c->fold_value);
 	tb_series_pool_free(c);
 	tb_closer_free(c);
+	tb_accounts_free(c);
 	if (c->join.entries)
 		tb_join_free(&c->join);
 	if (c->seg.base) {

@@ -21,8 +21,13 @@
  * - close.c: the closer merges the finished half of every series per
  *   metric, encodes, publishes the live area, hands the lines to the writer
  *   and gives the halves back empty.
- * - collector.c: set-up, the run loop that owns the schedule (closes,
- *   housekeeping, the rings' assignment to drain threads) and a clean stop.
+ * - accounts.c: what was taken from the rings and lanes against what
+ *   reached the log, kept in the segment, so that a collector started after
+ *   a kill counts exactly what the dead one lost.
+ * - writer.c (writer.h; its pieces in writer_impl.h): the log files.
+ * - collector.c: set-up (after a kill: resuming the intervals where the log
+ *   stops), the run loop that owns the schedule (closes, housekeeping, the
+ *   rings' assignment to drain threads) and a clean stop.
  *
  * The interval protocol between drain threads and the closer, in interval
  * start times (wall clock ns, L the interval length):
@@ -203,6 +208,11 @@ typedef struct tb_slot_follow {
 	uint32_t stuck_state;   /* ... in this state word */
 	int64_t partial_after_ns; /* monotonic: a whole-batch pass reads it short again from then */
 	tb_ring_tally tally[2];
+	/* Ring entries taken whose outcome is counted in each half (the
+	 * interval their event completed in, or the one they were late, bad or
+	 * unmatched in): written by the holder, taken by the closer when the
+	 * half closes (accounts.c). */
+	uint32_t into[2];
 	char reason[96];        /* why it was quarantined */
 	/* Assignment (the run loop writes `want`; the drain threads hand the
 	 * slot over through `holder`, see drain.c), and the run loop's request
@@ -262,6 +272,9 @@ typedef struct tb_drainer {
 	int64_t interval_start_ns;
 	int64_t late_before_ns;
 	tb_metric_counts *counts[2]; /* per metric, by half */
+	/* per half: START/END halves that left the join table (matched or
+	 * expired) less those that went into it (accounts.c) */
+	int64_t join_adj[2];
 	uint64_t *fold_grew;     /* scratch for releasing a slot's lanes */
 	bool last_pass_full;     /* the last pass took a whole batch from some ring */
 	uint64_t late_total, series_exhausted;
@@ -365,6 +378,25 @@ typedef struct tb_collector {
 		int64_t *start_ns;   /* ... and each record's interval start */
 		uint64_t head, floor;
 	} publisher;
+	/* What was taken against what reached the log, mirrored into the
+	 * segment's slots (accounts.c). Under slot_lock. */
+	struct tb_accounts {
+		uint32_t *head;            /* per slot: tb_slot.logged_head */
+		uint64_t *folds_taken;     /* ... tb_slot.folds_taken */
+		uint64_t *folds_logged;    /* ... tb_slot.folds_logged */
+		uint32_t *pend_ring;       /* the closing interval's, until published */
+		uint64_t *pend_folds;
+		int64_t logged_start_ns;   /* tb_seg_header.logged_start_ns */
+		int64_t parked;            /* tb_seg_header.parked_logged */
+		int64_t pend_parked;       /* the closing interval's change of it */
+		int64_t join_left;         /* halves the closer expired, for the next close */
+		/* what the collector before this one had taken and not logged */
+		bool inherited;            /* it was killed while keeping accounts */
+		bool resumed;              /* this one starts where its log stops */
+		int32_t dead_pid;
+		int64_t dead_from_ns;      /* the first interval it had not logged */
+		uint64_t lost_ring, lost_folds;
+	} accounts;
 	/* published with release: the last interval whose halves are empty again */
 	alignas(64) int64_t freed_start_ns;
 	alignas(64) int64_t next_housekeep_ns, next_rebalance_ns;
@@ -426,6 +458,36 @@ static inline void tb_drainer_poke(tb_collector *c, uint32_t d)
 		__atomic_store_n(&c->drainers[d].attention, 1, __ATOMIC_RELEASE);
 }
 
+/* accounts.c: the ring entries and fold lane events taken against those
+ * in written intervals, kept in the segment so that a restarted collector
+ * counts exactly what a killed one took and never logged. */
+int tb_accounts_init(tb_collector *c);
+void tb_accounts_free(tb_collector *c);
+/* At open, before any slot is followed: the collector before this one's
+ * accounts read (what it lost, if it was killed), nothing written yet. */
+void tb_accounts_adopt(tb_collector *c);
+/* Once the writer is open: what tb_accounts_adopt found lost, on stderr,
+ * as a '#' line in the log and a sidecar row; then this collector's
+ * accounts are stored, afresh. Until then a start that fails leaves the
+ * dead collector's accounts for the next one to report. */
+void tb_accounts_start(tb_collector *c);
+/* The closer, for the interval of half `half` it closes (before its ring
+ * rows): what each ring gave it. */
+void tb_accounts_take(tb_collector *c, int half);
+/* The closer, before it queues the lines of interval `start_ns` (`lines`:
+ * it has log lines): what the accounts will be once they are written. */
+void tb_accounts_writing(tb_collector *c, int64_t start_ns, bool lines);
+/* The closer, once that interval's writes completed: it is logged. */
+void tb_accounts_publish(tb_collector *c, int64_t start_ns);
+/* Under slot_lock: `n` fold lane events of slot i were taken. */
+void tb_accounts_folds_taken(tb_collector *c, uint32_t i, uint64_t n);
+/* Under slot_lock: ring i's indexes were set to `index` (a reset, or the
+ * consumer index moved to read as full) without taking what lay between. */
+void tb_accounts_moved(tb_collector *c, uint32_t i, uint32_t index);
+/* The accounts written into the segment from the collector's copy (after
+ * a truncation, and when the collector starts). */
+void tb_accounts_restore(tb_collector *c);
+
 /* slots.c */
 void tb_slots_quarantine(tb_collector *c, uint32_t i, const char *reason);
 /* Start following slot i (LIVE, or DETACHED with events left): our own
@@ -483,6 +545,10 @@ bool tb_drainer_switch(tb_drainer *d, int64_t now_wall_ns, bool force);
 /* Drain until this thread's rings are empty, or for as many passes as
  * empty full rings twice over. Returns the events taken. */
 uint64_t tb_drainer_drain_all(tb_drainer *d);
+/* Read this thread's rings only as far as their events complete before
+ * `before_wall_ns`, in ring order (a restarted collector catching up with
+ * the intervals its predecessor did not write). Returns the events taken. */
+uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns);
 /* What a drain thread checks of its rings at housekeeping (their headers). */
 void tb_drainer_housekeep(tb_drainer *d, int64_t now_mono_ns);
 /* At stop: every parked START/END half is reported unmatched. */
@@ -505,6 +571,8 @@ typedef struct tb_publish_summary {
 } tb_publish_summary;
 int tb_publish_init(tb_collector *c);
 void tb_publish_free(tb_collector *c);
+/* The start of the newest interval in the live area (0: none). */
+int64_t tb_publish_newest_start(const tb_collector *c);
 /* Publish closer.merged, the interval `s` of metric m, with its frame (at
  * most TB_LIVE_FRAME_MAX bytes). */
 void tb_publish_interval(tb_collector *c, uint16_t m, const tb_publish_summary *s,

@@ -109,23 +109,30 @@ static inline int64_t add_sat(int64_t a, int64_t b)
 	return r;
 }
 
+/* Record an event (with `partner`: a START/END pair, the other half of
+ * which waited in the join table) into the half of its completion. */
 static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latency,
-		   int64_t completion_mono)
+		   int64_t completion_mono, bool partner)
 {
 	tb_collector *c = d->c;
 	int64_t completion = add_sat(completion_mono, c->clock_offset_ns);
 	int half = d->cur;
 	bool ahead = false;
 	if (completion >= d->interval_start_ns + c->cfg.interval_ns) {
-		if (TB_LIKELY(next_free(d)))
+		if (TB_LIKELY(next_free(d))) {
 			half ^= 1;
-		else
+			/* the entry is accounted for by the next interval
+			 * (drain_slot counts every entry into the current one) */
+			c->slots[slot].into[d->cur]--;
+			c->slots[slot].into[half]++;
+		} else
 			ahead = true;
 	} else if (TB_UNLIKELY(completion < d->late_before_ns)) {
 		half = d->open_half;
 		d->counts[half][metric].late++;
 		d->late_total++;
 	}
+	d->join_adj[half] += partner; /* the waiting half leaves the table here */
 	tb_metric_counts *mc = &d->counts[half][metric];
 	mc->ahead += ahead;
 	if (TB_UNLIKELY(latency < 0)) {
@@ -149,7 +156,9 @@ static void joined(tb_drainer *d, uint32_t slot, uint16_t metric, bool start, in
 		   int64_t latency, int64_t at)
 {
 	if (rc == TB_JOIN_MATCHED)
-		record(d, slot, metric, latency, at);
+		record(d, slot, metric, latency, at, true);
+	else if (rc == TB_JOIN_PARKED) /* taken, accounted nowhere until it leaves */
+		d->join_adj[d->cur]--;
 	else if (rc == TB_JOIN_FULL && start) /* no room to wait for its other half */
 		d->counts[d->open_half][metric].unmatched_start++;
 	else if (rc == TB_JOIN_FULL)
@@ -172,7 +181,7 @@ static void decode(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64
 	case TB_EV_SPAN:
 		/* the field is signed: negative, or TB_FIELD_INVALID, is counted */
 		latency = (int64_t)w0 >> TB_FIELD_SHIFT;
-		record(d, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0));
+		record(d, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0), false);
 		break;
 	case TB_EV_START: /* a match completes at the parked END's time */
 		pthread_mutex_lock(&c->join_lock);
@@ -436,6 +445,7 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 		evict_lines(c->evict, events, mask, f->cons, cons);
 	f->cons = cons;
 	tally->events += n;
+	f->into[d->cur] += n;
 	__atomic_store_n(&f->taken_total, f->taken_total + n, __ATOMIC_RELAXED);
 	/* release: our reads of the slots happen before the producer may reuse them */
 	__atomic_store_n(&ring->c_head, cons, __ATOMIC_RELEASE);
@@ -464,8 +474,10 @@ static void release_slot(tb_drainer *d, uint32_t i)
 	/* the next owner starts from a ring in order: indices where reading
 	 * stopped (or 0 if it is corrupt), hint with them, and every slot
 	 * marked not written, whatever the last owner left in them */
-	tb_seg_ring_reset(&c->seg, i, f->followed && !f->quarantined ? f->cons : 0);
+	uint32_t at = f->followed && !f->quarantined ? f->cons : 0;
+	tb_seg_ring_reset(&c->seg, i, at);
 	pthread_mutex_lock(&c->slot_lock);
+	tb_accounts_moved(c, i, at);
 	/* its fold lanes, once what its owner folded is taken (not from a
 	 * quarantined ring, as nothing else is) */
 	tb_folds_take_slot(c, i, d->open_half, true, d->counts[d->open_half], d->fold_grew,
@@ -622,9 +634,58 @@ uint64_t tb_drainer_drain_all(tb_drainer *d)
 	return total;
 }
 
+/* How many of ring i's events from our index are written, in order, and
+ * complete before `before` (monotonic ns), at most `most`; a START half,
+ * which completes nothing itself, goes with the events around it. */
+static uint32_t complete_before(const tb_collector *c, uint32_t i, int64_t before, uint32_t most)
+{
+	const tb_event *events = tb_seg_events(&c->seg, i);
+	uint32_t mask = c->seg.layout.ring_capacity - 1, cons = c->slots[i].cons, n = 0;
+	unsigned log2 = tb_seg_ring_log2(&c->seg);
+	for (; n < most; n++) {
+		const tb_event *ev = &events[(cons + n) & mask];
+		uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
+		if ((w0 & TB_LAP_BIT) != tb_lap_bit(cons + n, log2))
+			break;
+		int64_t at = (int64_t)__atomic_load_n(&ev->w1, __ATOMIC_RELAXED), latency;
+		switch ((unsigned)(w0 & TB_KIND_MASK)) {
+		case TB_EV_SPAN:
+			latency = (int64_t)w0 >> TB_FIELD_SHIFT;
+			at = add_sat(at, latency > 0 ? latency : 0);
+			break;
+		case TB_EV_END:
+			break;
+		default:
+			continue;
+		}
+		if (at >= before)
+			break;
+	}
+	return n;
+}
+
+uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns)
+{
+	tb_collector *c = d->c;
+	int64_t before = add_sat(before_wall_ns, -c->clock_offset_ns);
+	uint64_t total = 0;
+	for (uint32_t k = 0; k < d->nmine; k++) {
+		uint32_t i = d->mine[k], n, got;
+		if (!readable(d, i))
+			continue;
+		do {
+			n = complete_before(c, i, before, TB_COLLECTOR_BATCH);
+			got = n ? drain_slot(d, i, n, mono_now(), false) : 0;
+			total += got;
+		} while (n && got == n);
+	}
+	return total;
+}
+
 static void expired(void *ctx, uint16_t metric, bool was_start)
 {
 	tb_drainer *d = ctx;
+	d->join_adj[d->open_half]++; /* it leaves the table */
 	if (metric >= d->c->seg.layout.metric_capacity)
 		return;
 	if (was_start)

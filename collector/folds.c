@@ -107,6 +107,7 @@ static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, const fol
 	mc->negative += negative;
 	mc->clamped += clamped;
 	f->tally[t->half].folded += sum;
+	tb_accounts_folds_taken(c, i, sum);
 	tb_series *s = tb_collector_series(c, i, m, t->exhausted);
 	if (!s)
 		return; /* counted, not recorded, as a drain does */

@@ -105,6 +105,19 @@ int tb_publish_init(tb_collector *c)
 	return 0;
 }
 
+int64_t tb_publish_newest_start(const tb_collector *c)
+{
+	const struct tb_publisher *p = &c->publisher;
+	uint32_t cap = c->seg.layout.live_intervals;
+	int64_t newest = 0;
+	for (uint32_t m = 0; m < c->seg.layout.metric_capacity; m++) {
+		int64_t s = p->start_ns[(size_t)m * cap + p->newest[m] % cap];
+		if (p->count[m] && s > newest)
+			newest = s;
+	}
+	return newest;
+}
+
 void tb_publish_free(tb_collector *c)
 {
 	struct tb_publisher *p = &c->publisher;

@@ -152,6 +152,9 @@ static void reset_free(tb_collector *c, uint32_t i)
 					 __ATOMIC_RELAXED))
 		return;
 	tb_seg_ring_reset(&c->seg, i, 0);
+	pthread_mutex_lock(&c->slot_lock);
+	tb_accounts_moved(c, i, 0);
+	pthread_mutex_unlock(&c->slot_lock);
 	tb_seg_folds_reset(&c->seg, i);
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }
@@ -200,9 +203,13 @@ static void quarantine_ring(tb_collector *c, uint32_t i, bool lost, const char *
 	 * is folded or dropped and counted. It writes at most a ring
 	 * past our index, so an index a ring and more past that reads
 	 * as full to it (a bad index reads as full, producer.c). */
-	if (!lost)
-		__atomic_store_n(&tb_seg_ring(&c->seg, i)->c_head,
-				 f->cons + 2 * c->seg.layout.ring_capacity + 1, __ATOMIC_RELEASE);
+	if (!lost) {
+		uint32_t full = f->cons + 2 * c->seg.layout.ring_capacity + 1;
+		__atomic_store_n(&tb_seg_ring(&c->seg, i)->c_head, full, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&c->slot_lock);
+		tb_accounts_moved(c, i, full);
+		pthread_mutex_unlock(&c->slot_lock);
+	}
 }
 
 /* What lay past the cut is zeros now: the header and the metric entries
@@ -245,6 +252,7 @@ static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 			quarantined++;
 		}
 	}
+	tb_accounts_restore(c); /* slot lines and header cut: ours to write back */
 	return quarantined;
 }
 

@@ -62,6 +62,10 @@ int tb_writer_append_sidecar(tb_writer *w, const void *buf, size_t len);
 int tb_writer_end_interval(tb_writer *w);
 /* Reap finished writes without blocking. Returns 0 or the first write error. */
 int tb_writer_poll(tb_writer *w);
+/* Wait until every append queued so far has been written whole or lost
+ * (cut back and reported): its bytes are in the file, or never will be.
+ * No fsync, and fsyncs in flight are not waited for. */
+int tb_writer_settle(tb_writer *w);
 /* Wait for every queued write and fsync both files. */
 int tb_writer_flush(tb_writer *w);
 /* Flush, close, free. */
@@ -72,6 +76,12 @@ int tb_writer_close(tb_writer *w);
  * *why = NULL when none. Errors are sticky: poll, flush and close return the
  * same one. */
 int tb_writer_error(const tb_writer *w, const char **why);
+
+/* The path of the newest log file of `bus` in `dir` (by the start in its
+ * name, then its suffix) into path: 0, or -ENOENT when there is none, or
+ * another negative errno. Before tb_writer_open it names the file the
+ * bus's last writer wrote. */
+int tb_writer_newest_log(const char *dir, const char *bus, char *path, size_t cap);
 
 /* What the writer did, for the collector's own health output. buffer_waits
  * counts appends that found every buffer in flight, i.e. that made the drain

@@ -200,22 +200,7 @@ restart() {
 	[[ $n -eq 2 ]] || { echo "  expected 2 logs, found $n"; return 1; }
 	# both files parse; no interval start appears twice across them for a tag
 	"$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format json >/dev/null || return 1
-	python3 - "$tmp/$bus"/log/*.hlog <<'EOF'
-import sys
-seen = set()
-for path in sys.argv[1:]:
-    base = None
-    for line in open(path):
-        if line.startswith("#[BaseTime: "):
-            base = float(line.split()[1])
-        if line[0] in '#"':
-            continue
-        tag, start = line.split(",")[0:2]
-        key = (tag, round(base + float(start), 3))
-        if key in seen:
-            sys.exit("interval %s written twice" % (key,))
-        seen.add(key)
-EOF
+	no_interval_twice "$tmp/$bus"/log/*.hlog || return 1
 	# the second collector's log holds what reached it; the first one's completed
 	# intervals (not the one in flight at the kill) are in the first file
 	for log in "$tmp/$bus"/log/*.hlog; do

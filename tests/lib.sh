@@ -69,6 +69,27 @@ else:
     sys.exit("no tag %r" % sys.argv[2])' "$@"
 }
 
+# no_interval_twice LOG...: no interval start (BaseTime + start, to the
+# millisecond) appears twice for a tag across the logs; says which if one does
+no_interval_twice() {
+	python3 - "$@" <<'EOF'
+import sys
+seen = set()
+for path in sys.argv[1:]:
+    base = None
+    for line in open(path):
+        if line.startswith("#[BaseTime: "):
+            base = float(line.split()[1])
+        if line[0] in '#"':
+            continue
+        tag, start = line.split(",")[0:2]
+        key = (tag, round(base + float(start), 3))
+        if key in seen:
+            sys.exit("  interval %s written twice" % (key,))
+        seen.add(key)
+EOF
+}
+
 # json_get FILE KEY: one top-level value of a JSON document
 json_get() {
 	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"

@@ -8,7 +8,8 @@
  * neither lost nor written into the half being closed: they count in the
  * next interval, as late when they completed in the closing one, exactly as
  * if they had been drained after the close. Also what a close writes beside
- * the log: the health sidecar's rows, and the live record's counters.
+ * the log: the health sidecar's rows, the live record's counters, and the
+ * accounts a collector started after a kill counts the loss from.
  *
  * The drain itself is test_drain.c's, slots test_slots.c's, the live heap
  * test_publish.c's and fold lanes test_folds.c's.
@@ -319,6 +320,70 @@ static void drops_of_a_close_with_no_metric_show_with_the_next(void **state)
 	assert_int_equal(snap.newest.dropped, 0);
 }
 
+/* What the segment's accounts say ring `slot` has taken and not logged. */
+static uint32_t unlogged(struct fixture *f, uint32_t slot)
+{
+	return tb_seg_ring(&f->c.seg, slot)->c_head - tb_seg_slot(&f->c.seg, slot)->logged_head;
+}
+
+/* The accounts (accounts.c) follow every entry taken: what the open halves
+ * hold until their interval is written, nothing after; a START waiting for
+ * its END is unaccounted until it leaves the join table. A collector that
+ * finds the last one killed (its pid still in the header) counts what was
+ * unaccounted as lost and says so in its sidecar, once. */
+static void a_killed_collectors_unlogged_events_are_counted_lost(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t slot = (uint32_t)f->p->slot;
+	int64_t len = f->c.cfg.interval_ns;
+	spans(f, 0, 100, at(f, len / 2), 1000);
+	spans(f, 1, 20, at(f, len + len / 2), 1000); /* the next interval's */
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(unlogged(f, slot), 120);
+	int64_t closing = f->c.closer.start_ns;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	const tb_seg_header *h = (const tb_seg_header *)f->c.seg.base;
+	assert_int_equal(unlogged(f, slot), 20);
+	assert_int_equal(h->logged_start_ns, closing);
+	assert_int_equal(h->pending_start_ns, 0);
+	assert_int_equal(h->collector_accounts, 1);
+	spans(f, 2, 50, at(f, len / 2), 1000);
+	/* a pair that meets (one event in the log, two entries), and a START
+	 * that waits for its END, which the kill takes with the join table */
+	tb_start(f->p, f->m[0], 7, at(f, len / 4));
+	tb_end(f->p, f->m[0], 7, at(f, len / 2));
+	tb_start(f->p, f->m[0], 8, at(f, len / 4));
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(unlogged(f, slot), 73);
+	/* closed and written: only the waiting START is still unaccounted */
+	closing = f->c.closer.start_ns;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(unlogged(f, slot) + h->parked_logged, 1);
+	spans(f, 2, 70, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+
+	/* "killed": gone without closing its intervals, its pid left behind
+	 * (tb_collector_close clears it, as a clean stop does) */
+	tb_collector_config cfg;
+	fixture_stop(f, &cfg);
+	tb_seg s;
+	assert_int_equal(tb_seg_open(&s, f->seg_dir, BUS, &cfg.seg, 0, NULL), 0);
+	((tb_seg_header *)s.base)->collector_pid = 99999;
+	tb_seg_close(&s);
+	fixture_restart(f, &cfg);
+	assert_true(f->c.accounts.inherited);
+	assert_int_equal(f->c.accounts.lost_ring, 71); /* the spans and the START */
+	assert_int_equal(f->c.accounts.dead_from_ns, closing + len);
+	assert_int_equal(unlogged(f, slot), 0);
+	assert_int_equal(sidecar_sum(f, closing + len, "collector-lost", "collector:99999", 3), 71);
+
+	/* stopped cleanly after that: nothing more to report */
+	fixture_stop(f, &cfg);
+	fixture_restart(f, &cfg);
+	assert_false(f->c.accounts.inherited);
+	assert_int_equal(f->c.accounts.lost_ring, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +403,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_close_leaves_the_rings_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(drops_of_a_close_with_no_metric_show_with_the_next,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -832,6 +832,43 @@ static void io_uring_refused_by_seccomp_falls_back_to_the_pwrite_thread_and_says
 #endif
 }
 
+/* tb_writer_settle: once it returns, what was appended is in the files
+ * (no close, no flush). */
+static void settle_returns_with_every_append_in_the_files(struct fixture *f)
+{
+	tb_writer_config c = config(f->dir, f->force_fallback);
+	tb_writer *w = open_ok(&c, T0 * NS);
+	char header[HEADER_CAP], path[PATH_MAX];
+	size_t hl = expected_header(header, sizeof(header), T0 * NS), len;
+	for (int k = 0; k < 20; k++) {
+		assert_int_equal(tb_writer_append_log(w, "line of an interval\n", 20), 0);
+		assert_int_equal(tb_writer_settle(w), 0);
+		snprintf(path, sizeof(path), "%s/" BUS "." T0_STAMP ".hlog", f->dir);
+		free(slurp(path, &len));
+		assert_int_equal(len, hl + 20 * (size_t)(k + 1));
+	}
+	assert_int_equal(tb_writer_close(w), 0);
+}
+UNDER_BOTH_BACKENDS(settle_returns_with_every_append_in_the_files)
+
+/* tb_writer_newest_log: by the start in the name, then the suffix's
+ * number; another bus's logs and sidecars are not logs of this one. */
+static void newest_log_is_the_latest_start_and_suffix_of_the_bus(void **state)
+{
+	struct fixture *f = *state;
+	char got[PATH_MAX], want[PATH_MAX];
+	assert_int_equal(tb_writer_newest_log(f->dir, BUS, got, sizeof(got)), -ENOENT);
+	write_file(f->dir, BUS ".20251130T180000Z.hlog", "");
+	write_file(f->dir, BUS ".20251130T180000Z-2.hlog", "");
+	write_file(f->dir, BUS ".20251130T180000Z-10.hlog", "");
+	write_file(f->dir, BUS ".20251130T175959Z-99.hlog", "");
+	write_file(f->dir, BUS ".20251130T180001Z.health.csv", "");
+	write_file(f->dir, "busy.20251130T180002Z.hlog", "");
+	assert_int_equal(tb_writer_newest_log(f->dir, BUS, got, sizeof(got)), 0);
+	snprintf(want, sizeof(want), "%s/" BUS ".20251130T180000Z-10.hlog", f->dir);
+	assert_string_equal(got, want);
+}
+
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define BOTH(fn) TEST(fn##_under_io_uring), TEST(fn##_under_pwrite_thread)
 
@@ -854,6 +891,8 @@ int main(void)
 		BOTH(a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted),
 		BOTH(a_rotation_that_cannot_create_its_files_keeps_writing_the_current_ones),
 		TEST(io_uring_refused_by_seccomp_falls_back_to_the_pwrite_thread_and_says_why),
+		BOTH(settle_returns_with_every_append_in_the_files),
+		TEST(newest_log_is_the_latest_start_and_suffix_of_the_bus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,10 +7,13 @@
  *   [fold lanes of slot 0][fold lanes of slot 1]...
  *
  * - header: magic (published last), ABI version, sizes and offsets, clock,
- *   creator and collector identity, the collector's heartbeat.
+ *   creator and collector identity, the collector's heartbeat, and (ABI
+ *   4.1) the intervals its accounts have logged and are writing.
  * - slot table: one slot per producer ring (one engine thread): its state,
  *   owner (pid + process start time, so a reused pid is not mistaken for the
- *   owner), thread name, and the counters only its producer writes (drops).
+ *   owner), thread name, the counters only its producer writes (drops),
+ *   and (ABI 4.1) the collector's accounts of what it took from the ring
+ *   and lanes against what reached the log.
  * - metric table: open-addressed by name hash; the index is the 14-bit
  *   metric id carried in every event.
  * - live area: per metric, the last `live_intervals` published intervals
@@ -73,7 +76,7 @@
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
 #define TB_ABI_MAJOR 4u                            /* layout changes: readers refuse */
-#define TB_ABI_MINOR 0u                            /* additions: readers tolerate */
+#define TB_ABI_MINOR 1u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
 
@@ -152,7 +155,20 @@ typedef struct tb_slot {
 	 * because the ring was full (counted there at their value; not in
 	 * `dropped`), exactly */
 	uint64_t folded;
-	uint8_t reserved[32];
+	/* ABI 4.1, the collector's accounts of this ring (valid while the
+	 * header's `collector_accounts` is set): the ring index up to which
+	 * what it took (c_head) reached a written interval, counted in ring
+	 * entries, so that c_head - logged_head is what was taken and not yet
+	 * logged; the fold lane events it took and of them those that reached
+	 * a written interval; and what logged_head and folds_logged become
+	 * once the interval being written (the header's pending_start_ns) is
+	 * in the log. A restarted collector reports the differences as lost
+	 * (docs/design.md, Restart and failure behaviour). */
+	uint32_t logged_head;
+	uint32_t logged_head_next;
+	uint64_t folds_taken;
+	uint64_t folds_logged;
+	uint64_t folds_logged_next;
 } tb_slot;
 TB_STATIC_ASSERT(sizeof(tb_slot) == 2 * TB_CACHELINE, "slot is two cache lines");
 
@@ -289,6 +305,21 @@ typedef struct tb_seg_header {
 	uint32_t drain_longest_pass_us;
 	uint32_t drain_self_pause_us;
 	uint32_t closes_behind;
+	/* ABI 4.1: the start of the newest interval whose log and sidecar
+	 * writes completed and whose accounts (tb_slot.logged_head and
+	 * folds_logged) were published after them; and whether the slots'
+	 * accounts are kept (0 on a segment no 4.1 collector has served) */
+	int64_t logged_start_ns;
+	uint32_t collector_accounts;
+	uint32_t pending_lines; /* the interval being written has log lines */
+	/* ABI 4.1: the start of the interval the collector is writing, whose
+	 * accounts are the slots' *_next fields (0: none); and START or END
+	 * halves counted in the slots' logged_head while they wait in the
+	 * collector's join table (lost with it), now and once that interval is
+	 * written */
+	alignas(TB_CACHELINE) int64_t pending_start_ns;
+	int64_t parked_logged;
+	int64_t parked_logged_next;
 } tb_seg_header;
 TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
 
@@ -303,7 +334,7 @@ enum tb_collector_state {
 /* Twenty of the collector's 100 ms heartbeats. */
 #define TB_COLLECTOR_SILENT_NS INT64_C(2000000000)
 
-TB_STATIC_ASSERT(offsetof(tb_seg_header, closes_behind) < offsetof(tb_seg_header, collector_heartbeat_ns) + TB_CACHELINE,
+TB_STATIC_ASSERT(offsetof(tb_seg_header, pending_lines) < offsetof(tb_seg_header, collector_heartbeat_ns) + TB_CACHELINE,
 		 "the collector's fields share one line");
 TB_STATIC_ASSERT(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE == 0,
 		 "collector fields on their own line");
