@@ -26,24 +26,14 @@
 #include "tailbus/codec.h"
 #include "tailbus/log.h"
 #include "tailbus/summary.h"
+#include "tailbus/grow.h"
 
 #define LOG_ZLEVEL 9  /* as Java's log writer: smallest lines */
 #define SIDECAR_ROW_MAX 384
 
 static int reserve(tb_growbuf *b, size_t more)
 {
-	size_t need = b->len + more;
-	if (need <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : 65536;
-	while (cap < need)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
-	if (!p)
-		return -ENOMEM;
-	b->p = p;
-	b->cap = cap;
-	return 0;
+	return tb_grow((void **)&b->p, &b->cap, b->len + more, 65536);
 }
 
 /* Encode the merged histogram once: V2 inner, then the compressed frame. */
