@@ -66,6 +66,9 @@ num() {
 	}'
 }
 
+# A rate in events/s as M events/s for reading (num's figures).
+mevents() { num "$(awk -v x="$1" 'BEGIN { print x / 1e6 }')"; }
+
 # The median of v[1..n], sorted: the middle value, or the mean of the two
 # middle ones when n is even. An awk function, for scripts that want more
 # than median_min_max gives (awk "$BENCH_MEDIAN_AWK"' ... median(v, NR) ...').
