@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # bench/lib.sh - what the bench scripts share: the release build, the
-# machine's load, figures as text, and the one median of a set of runs.
+# machine's load, figures as text, the one median of a set of runs, and the
+# one zero-drop search (its steps are each script's own).
 # Sourced, never run:
 #
 #   . "$(dirname "$0")/../lib.sh"     (from bench/<section>/; bench/run: ./lib.sh)
@@ -65,6 +66,9 @@ num() {
 	}'
 }
 
+# A rate in events/s as M events/s for reading (num's figures).
+mevents() { num "$(awk -v x="$1" 'BEGIN { print x / 1e6 }')"; }
+
 # The median of v[1..n], sorted: the middle value, or the mean of the two
 # middle ones when n is even. An awk function, for scripts that want more
 # than median_min_max gives (awk "$BENCH_MEDIAN_AWK"' ... median(v, NR) ...').
@@ -77,10 +81,73 @@ median_min_max() {
 		{ v[NR] = $1 } END { if (NR) printf "%s %s %s", median(v, NR), v[1], v[NR] }'
 }
 
-# A step of a zero-drop search (bench/bus/run, bench/bus/scaling): "drop"
+# A step of a zero-drop search (zero_drop_search's STEP): "drop"
 # when any event was dropped, "slow" when the producers attempted less than
 # 80% of what the rate asked of them (they could not hold it), else "ok".
 step_verdict() { # attempted dropped rate_per_producer producers elapsed_ns
 	awk -v a="$1" -v d="$2" -v r="$3" -v n="$4" -v el="$5" 'BEGIN {
 		if (d > 0) print "drop"; else if (a < 0.8 * r * n * el / 1e9) print "slow"; else print "ok" }'
+}
+
+# zero_drop_search N START CAP HALVINGS BISECTIONS TRIES STEP [ARG...]
+# The zero-drop search of bench/bus/run, bench/bus/scaling and bench/prom/run:
+# the highest rate at which N producers, each paced at the same rate, drop
+# nothing. `STEP [ARG...] RATE` runs one step at RATE events/s a producer
+# and prints step_verdict's word. A rate passes when one of TRIES tries is
+# ok; a slow try fails it at once (the producers cannot hold it, so another
+# try would not either). From START events/s (all producers) the rate
+# doubles while the doubled rate stays within CAP (all producers), or, when
+# START fails, halves until one passes, HALVINGS times at most; then the gap
+# between the highest rate passed and the lowest failed is halved
+# BISECTIONS times. Prints "RATE BOUND": RATE all producers together (0 when
+# none passed), BOUND what stopped the search: drops, producers (they could
+# not hold a rate that failed) or cap. A STEP that fails fails the search.
+zero_drop_search() {
+	local n=$1 start=$2 cap=$3 halvings=$4 bisections=$5 tries=$6 lo=0 hi=0 r k v bound=drops
+	shift 6
+	r=$(awk -v s="$start" -v n="$n" 'BEGIN { printf "%.0f", s / n }')
+	v=$(zero_drop_try "$tries" "$@" "$r") || return 1
+	if [ "$v" = ok ]; then
+		lo=$r
+		while :; do
+			r=$((2 * r))
+			if [ $((r * n)) -gt "$cap" ]; then bound=cap; break; fi
+			v=$(zero_drop_try "$tries" "$@" "$r") || return 1
+			if [ "$v" = ok ]; then lo=$r; else hi=$r; break; fi
+		done
+	else
+		hi=$r
+		for ((k = 0; k < halvings && r > 1; k++)); do
+			r=$((r / 2))
+			v=$(zero_drop_try "$tries" "$@" "$r") || return 1
+			if [ "$v" = ok ]; then lo=$r; break; fi
+			hi=$r
+		done
+	fi
+	if [ "$v" = slow ]; then bound=producers; fi
+	if [ "$lo" -gt 0 ] && [ "$hi" -gt 0 ]; then
+		for ((k = 0; k < bisections; k++)); do
+			r=$(((lo + hi) / 2))
+			v=$(zero_drop_try "$tries" "$@" "$r") || return 1
+			if [ "$v" = ok ]; then lo=$r; continue; fi
+			hi=$r
+			if [ "$v" = slow ]; then bound=producers; fi
+		done
+	fi
+	echo "$((lo * n)) $bound"
+}
+
+# zero_drop_try TRIES STEP [ARG...] RATE: zero_drop_search's tries of one
+# rate; prints the last try's verdict (ok when one passed).
+zero_drop_try() {
+	local tries=$1 t v=""
+	shift
+	for ((t = 0; t < tries; t++)); do
+		v=$("$@") || { echo "zero_drop_search: a step failed: $*" >&2; return 1; }
+		[ "$v" = drop ] || break
+	done
+	case $v in
+	ok | drop | slow) echo "$v" ;;
+	*) echo "zero_drop_search: a step said '$v', not ok, drop or slow: $*" >&2; return 1 ;;
+	esac
 }
