@@ -3,7 +3,7 @@
  * started after one was killed counts exactly what the dead one lost.
  *
  * A killed collector takes with it the intervals it had not yet written:
- * the events it had drained into its series halves (its consumer index,
+ * the events it had drained into its series banks (its consumer index,
  * c_head, already past them, so no one reads them again) and the fold lane
  * events it had taken. Both are counted here in the units the producers
  * count them in: ring entries (tb_producer_stats.written) and folded
@@ -18,10 +18,10 @@
  *   written (the header's pending_start_ns) is.
  *
  * The protocol. The holder of a ring counts every entry it takes into the
- * half of the interval that accounts for it (tb_slot_follow.into: the
+ * bank of the interval that accounts for it (tb_slot_follow.into: the
  * interval the event was recorded, late, bad or unmatched in). When the
- * closer closes an interval S it takes each ring's count of that half and
- * the folds the half holds (tb_accounts_take). Before it queues S's lines
+ * closer closes an interval S it takes each ring's count of that bank and
+ * the folds the bank holds (tb_accounts_take). Before it queues S's lines
  * it stores the *_next fields, then pending_start_ns = S and whether S has
  * log lines (tb_accounts_writing). Once the writer has written them whole
  * or lost them (tb_writer_settle), it copies *_next into the accounts,
@@ -41,12 +41,12 @@
  * them uncounted. An interval the writer lost (a full disk) is reported
  * as lost intervals by the writer, not here.
  *
- * START and END halves. A half that waits in the join table is taken but
- * accounted nowhere until it leaves (matched: with its pair's event;
+ * START and END events. One that waits in the join table is taken but
+ * accounted nowhere until it leaves (matched: with its partner's event;
  * expired: with the interval that counts it unmatched), so each drain
- * thread counts per half the halves that left less those that went in
- * (tb_drainer.join_adj); the closer adds the closing half's to
- * `parked_logged` in the header (pending: parked_logged_next), the halves
+ * thread counts per bank the events that left less those that went in
+ * (tb_drainer.join_adj); the closer adds the closing bank's to
+ * `parked_logged` in the header (pending: parked_logged_next), the events
  * the slots' logged_head count though they wait in the table. What a
  * killed collector held there is lost with it and counted so. Counts are
  * in ring entries: a pair is two entries and one event in the log.
@@ -193,7 +193,7 @@ void tb_accounts_adopt(tb_collector *c)
 	if (after)
 		a->logged_start_ns = pending;
 	a->dead_from_ns = a->logged_start_ns ? a->logged_start_ns + h->collector_interval_ns : 0;
-	/* halves the slots count as logged though they waited in the dead
+	/* banks the slots count as logged though they waited in the dead
 	 * collector's join table */
 	int64_t ring = __atomic_load_n(after ? &h->parked_logged_next : &h->parked_logged,
 				       __ATOMIC_RELAXED);
@@ -207,7 +207,7 @@ void tb_accounts_adopt(tb_collector *c)
 		uint64_t folds_logged = __atomic_load_n(after ? &s->folds_logged_next : &s->folds_logged,
 							__ATOMIC_RELAXED);
 		/* signed: a matched START/END pair may account for its other
-		 * half on the ring of the half that completed it */
+		 * bank on the ring of the bank that completed it */
 		ring += (int32_t)(head - logged);
 		folds += (int64_t)(taken - folds_logged);
 		a->head[i] = head;
@@ -248,22 +248,22 @@ void tb_accounts_start(tb_collector *c)
 	tb_accounts_restore(c);
 }
 
-void tb_accounts_take(tb_collector *c, int half)
+void tb_accounts_take(tb_collector *c, int bank)
 {
 	struct tb_accounts *a = &c->accounts;
 	pthread_mutex_lock(&c->slot_lock);
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
-		a->pend_ring[i] += f->into[half];
-		f->into[half] = 0;
-		a->pend_folds[i] += f->tally[half].folded;
+		a->pend_ring[i] += f->into[bank];
+		f->into[bank] = 0;
+		a->pend_folds[i] += f->tally[bank].folded;
 	}
 	pthread_mutex_unlock(&c->slot_lock);
-	/* START/END halves: each drain thread's for the half, and those the
+	/* START/END events: each drain thread's for the bank, and those the
 	 * closer expired since the last close (counted unmatched in this one) */
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
-		a->pend_parked -= c->drainers[k].join_adj[half];
-		c->drainers[k].join_adj[half] = 0;
+		a->pend_parked -= c->drainers[k].join_adj[bank];
+		c->drainers[k].join_adj[bank] = 0;
 	}
 	a->pend_parked -= a->join_left;
 	a->join_left = 0;

@@ -1,16 +1,16 @@
-/* close.c - the closer: an interval's finished halves become its report.
+/* close.c - the closer: an interval's finished banks become its report.
  *
  * An interval is closed once every drain thread has moved past it (each
  * publishes the start of its current interval, acked_start_ns). The closer
- * then owns that interval's half of every series and every drain thread's
- * per-metric counts for it. For each metric, the halves of its series (one
+ * then owns that interval's bank of every series and every drain thread's
+ * per-metric counts for it. For each metric, the banks of its series (one
  * per ring that recorded it) are added into one scratch histogram: merged
  * counts, never averaged percentiles. The result is encoded once; the
  * frame is published with its summary to the live area (publish.c) and
  * written as one tagged line of the interval log (tag = metric name). Every counter that must not
  * go into the log (events, drops, negative, late, clamped, unmatched
- * halves, ring high-water marks, the drain threads' stalls) goes to the
- * health sidecar. Then the half is given back empty (freed_start_ns), for
+ * banks, ring high-water marks, the drain threads' stalls) goes to the
+ * health sidecar. Then the bank is given back empty (freed_start_ns), for
  * the drain threads to count the interval after next into.
  *
  * The closer runs on the run loop's thread and never reads a ring.
@@ -83,27 +83,27 @@ static int sidecar_row(tb_growbuf *b, double start, const char *scope, const cha
 
 static const sidecar_extra no_extra = {.gap_ns = -1, .pass_ns = -1, .self_pause_ns = -1};
 
-/* Move metric m's series into the merged scratch: their closed halves are
+/* Move metric m's series into the merged scratch: their closed banks are
  * left empty for the interval after next, in the same pass. */
-static void merge_metric(tb_collector *c, uint16_t m, int half)
+static void merge_metric(tb_collector *c, uint16_t m, int bank)
 {
 	uint32_t n = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
 	tb_hist_reset(&c->closer.merged);
 	for (uint32_t k = 0; k < n; k++) {
 		if (c->series[k].metric == m)
-			tb_hist_move(&c->closer.merged, &c->series[k].hist[half]);
+			tb_hist_move(&c->closer.merged, &c->series[k].hist[bank]);
 	}
 }
 
 /* Drop deltas of every ring this interval, and what was folded into the
- * lanes of each followed ring, into half `half`; returns the bus's drops. */
-static uint64_t take_drops_and_folds(tb_collector *c, int half, uint64_t *drops)
+ * lanes of each followed ring, into bank `bank`; returns the bus's drops. */
+static uint64_t take_drops_and_folds(tb_collector *c, int bank, uint64_t *drops)
 {
 	uint64_t total = 0;
 	pthread_mutex_lock(&c->slot_lock);
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
-		tb_folds_take_slot(c, i, half, false, c->closer.sum, c->closer.fold_grew,
+		tb_folds_take_slot(c, i, bank, false, c->closer.sum, c->closer.fold_grew,
 				   &c->closer.series_exhausted);
 		drops[i] = (__atomic_load_n(&f->followed, __ATOMIC_ACQUIRE) ? tb_slots_drops(c, i) : 0) +
 			   f->pending_drops;
@@ -116,14 +116,14 @@ static uint64_t take_drops_and_folds(tb_collector *c, int half, uint64_t *drops)
 
 /* Sidecar rows for every ring that did anything this interval, with the
  * drain threads' longest gap between passes; *rows: how many. */
-static int slot_rows(tb_collector *c, int half, double start, const uint64_t *drops,
+static int slot_rows(tb_collector *c, int bank, double start, const uint64_t *drops,
 		     int64_t gap_ns, int *rows)
 {
 	int rc = 0;
 	*rows = 0;
 	for (uint32_t i = 0; rc == 0 && i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
-		tb_ring_tally *t = &f->tally[half];
+		tb_ring_tally *t = &f->tally[bank];
 		bool quarantined = __atomic_load_n(&f->quarantined, __ATOMIC_ACQUIRE);
 		if (!t->events && !t->folded && !drops[i] && !t->bad_events && !quarantined)
 			continue;
@@ -236,10 +236,10 @@ void tb_closer_expire(tb_collector *c, int64_t now)
 	pthread_mutex_unlock(&c->join_lock);
 }
 
-/* The interval's counts per metric: every drain thread's for the half,
- * what the fast path recorded into the series halves, and the halves
+/* The interval's counts per metric: every drain thread's for the bank,
+ * what the fast path recorded into the series banks, and the banks
  * expired since the last close. */
-static void sum_counts(tb_collector *c, int half)
+static void sum_counts(tb_collector *c, int bank)
 {
 	uint32_t metrics = c->seg.layout.metric_capacity;
 	tb_metric_counts *sum = c->closer.sum;
@@ -249,7 +249,7 @@ static void sum_counts(tb_collector *c, int half)
 	}
 	memset(c->closer.expired, 0, metrics * sizeof(tb_metric_counts));
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
-		tb_metric_counts *dc = c->drainers[k].counts[half];
+		tb_metric_counts *dc = c->drainers[k].counts[bank];
 		for (uint32_t m = 0; m < metrics; m++) {
 			sum[m].events += dc[m].events;
 			sum[m].negative += dc[m].negative;
@@ -262,18 +262,18 @@ static void sum_counts(tb_collector *c, int half)
 		}
 		memset(dc, 0, metrics * sizeof(*dc));
 	}
-	tb_series_fold_events(c, half, sum);
+	tb_series_flush_fast(c, bank, sum);
 }
 
 /* One metric: merge, publish, log line, sidecar row. */
-static int close_metric(tb_collector *c, uint16_t m, int half, double base, int64_t length_ns,
+static int close_metric(tb_collector *c, uint16_t m, int bank, double base, int64_t length_ns,
 			uint64_t bus_drops, int64_t gap_ns)
 {
 	tb_metric_counts *mc = &c->closer.sum[m];
 	int64_t start = c->closer.start_ns;
 	double start_sec = (double)start / 1e9;
 	char tag[TB_METRIC_NAME_MAX + 16];
-	merge_metric(c, m, half);
+	merge_metric(c, m, bank);
 	tb_seg_metric_shown_name(&c->seg, m, tag, sizeof(tag)); /* the log tag */
 	uint8_t *frame = NULL;
 	size_t frame_len = 0;
@@ -319,7 +319,7 @@ static void test_delay(const tb_collector *c)
 int tb_closer_close(tb_collector *c, int64_t length_ns)
 {
 	struct tb_closer *k = &c->closer;
-	int half = k->half;
+	int bank = k->bank;
 	double base = tb_writer_begin_interval(c->writer, k->start_ns);
 	double start_sec = (double)k->start_ns / 1e9;
 	uint32_t metrics = c->seg.layout.metric_capacity;
@@ -327,8 +327,8 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	memset(k->sum, 0, metrics * sizeof(*k->sum));
 	uint64_t drops[c->seg.layout.slot_count];
 	/* folds before the ring rows, which show them */
-	uint64_t fresh_drops = take_drops_and_folds(c, half, drops);
-	tb_accounts_take(c, half); /* before the ring rows clear the tallies */
+	uint64_t fresh_drops = take_drops_and_folds(c, bank, drops);
+	tb_accounts_take(c, bank); /* before the ring rows clear the tallies */
 	uint64_t bus_drops = fresh_drops + k->drops_carried;
 	uint32_t published = 0;
 	k->log.len = k->side.len = 0;
@@ -339,7 +339,7 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	int rows = 0;
 	int64_t gap_ns = k->longest_gap_ns; /* what this close reports */
 	if (rc == 0)
-		rc = slot_rows(c, half, start_sec, drops, gap_ns, &rows);
+		rc = slot_rows(c, bank, start_sec, drops, gap_ns, &rows);
 	/* reported: the next rows start afresh. Not reported (no ring did
 	 * anything): kept for the next close's rows, and no further, so that
 	 * a stall that straddles a close still shows beside the rings read
@@ -350,8 +350,8 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	} else {
 		k->gap_kept = true;
 	}
-	sum_counts(c, half);
-	tb_series_settle_bounds(c, half);
+	sum_counts(c, bank);
+	tb_series_settle_bounds(c, bank);
 	/* the live area shows a gap beside a metric's interval only: one this
 	 * close cannot show goes with the next close's metrics, once, as its
 	 * drops do (a whole collector stopped, its rings drained after the
@@ -361,7 +361,7 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	for (uint32_t m = 0; rc == 0 && m < metrics; m++) {
 		tb_metric_counts *mc = &k->sum[m];
 		if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late) {
-			rc = close_metric(c, (uint16_t)m, half, base, length_ns, bus_drops, live_gap);
+			rc = close_metric(c, (uint16_t)m, bank, base, length_ns, bus_drops, live_gap);
 			published++;
 		}
 	}
@@ -379,18 +379,18 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	 * the accounts say so (accounts.c) */
 	tb_writer_settle(c->writer);
 	tb_accounts_publish(c, k->start_ns);
-	/* the closed half is given back empty (merge_metric emptied every
+	/* the closed bank is given back empty (merge_metric emptied every
 	 * series that recorded; this catches any it could not) */
 	uint32_t n = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
 	for (uint32_t s = 0; s < n; s++) {
-		if (tb_hist_total(&c->series[s].hist[half]))
-			tb_hist_reset(&c->series[s].hist[half]);
+		if (tb_hist_total(&c->series[s].hist[bank]))
+			tb_hist_reset(&c->series[s].hist[bank]);
 	}
-	/* release: the emptied half and counts happen before a drain thread
+	/* release: the emptied bank and counts happen before a drain thread
 	 * counts into them again */
 	__atomic_store_n(&c->freed_start_ns, k->start_ns, __ATOMIC_RELEASE);
 	k->start_ns += c->cfg.interval_ns;
-	k->half ^= 1;
+	k->bank ^= 1;
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	__atomic_store_n(&h->intervals_published, h->intervals_published + 1, __ATOMIC_RELEASE);
 	return rc;

@@ -23,7 +23,7 @@
  * fsyncs.
  *
  * The same steps can be taken one at a time from a single thread
- * (tb_collector_drain_pass, tb_collector_close_interval...), as tests and
+ * (tb_collector_pass_all, tb_collector_close_interval...), as tests and
  * benchmarks do.
  */
 #include <errno.h>
@@ -200,8 +200,8 @@ static int64_t first_interval(tb_collector *c, int64_t now)
 	return next;
 }
 
-/* The first interval: every drain thread counts it in half 0, the closer
- * closes it first, and the half before it counts as given back. */
+/* The first interval: every drain thread counts it in bank 0, the closer
+ * closes it first, and the bank before it counts as given back. */
 static void start_intervals(tb_collector *c, int64_t start)
 {
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
@@ -212,7 +212,7 @@ static void start_intervals(tb_collector *c, int64_t start)
 		tb_drainer_set_open(d);
 	}
 	c->closer.start_ns = start;
-	c->closer.half = 0;
+	c->closer.bank = 0;
 	c->freed_start_ns = start - c->cfg.interval_ns;
 }
 
@@ -330,7 +330,7 @@ int64_t tb_collector_now(const tb_collector *c)
 }
 
 /* Synchronous use: one thread does what the drain threads do. */
-uint64_t tb_collector_drain_pass(tb_collector *c)
+uint64_t tb_collector_pass_all(tb_collector *c)
 {
 	uint64_t n = 0;
 	for (uint32_t k = 0; k < c->ndrainers; k++)
@@ -338,7 +338,7 @@ uint64_t tb_collector_drain_pass(tb_collector *c)
 	return n;
 }
 
-uint64_t tb_collector_poll_pass(tb_collector *c)
+uint64_t tb_collector_pass_paced(tb_collector *c)
 {
 	uint64_t n = 0;
 	for (uint32_t k = 0; k < c->ndrainers; k++)
@@ -355,14 +355,14 @@ uint64_t tb_collector_drain_all(tb_collector *c)
 		for (uint32_t k = 0; k < c->ndrainers; k++)
 			total += (n = tb_drainer_drain_all(&c->drainers[k]));
 	}
-	tb_collector_fold_events(c);
+	tb_collector_flush_fast(c);
 	return total;
 }
 
-void tb_collector_fold_events(tb_collector *c)
+void tb_collector_flush_fast(tb_collector *c)
 {
 	for (int h = 0; h < 2; h++)
-		tb_series_fold_events(c, h, c->drainers[0].counts[h]);
+		tb_series_flush_fast(c, h, c->drainers[0].counts[h]);
 }
 
 void tb_collector_housekeep(tb_collector *c, int64_t now)
@@ -448,16 +448,16 @@ uint32_t tb_collector_rebalance(tb_collector *c)
  * what the fast path recorded, or what producers folded. Folds them in. */
 static bool open_has_data(tb_collector *c)
 {
-	int half = c->closer.half;
+	int bank = c->closer.bank;
 	pthread_mutex_lock(&c->slot_lock);
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
-		tb_folds_take_slot(c, i, half, false, c->drainers[0].counts[half], c->closer.fold_grew,
+		tb_folds_take_slot(c, i, bank, false, c->drainers[0].counts[bank], c->closer.fold_grew,
 				   &c->closer.series_exhausted);
 	pthread_mutex_unlock(&c->slot_lock);
-	tb_series_fold_events(c, half, c->drainers[0].counts[half]);
+	tb_series_flush_fast(c, bank, c->drainers[0].counts[bank]);
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
 		for (uint32_t m = 0; m < c->seg.layout.metric_capacity; m++) {
-			const tb_metric_counts *mc = &c->drainers[k].counts[half][m];
+			const tb_metric_counts *mc = &c->drainers[k].counts[bank][m];
 			if (mc->events || mc->unmatched_start || mc->unmatched_end || mc->late)
 				return true;
 		}
@@ -506,7 +506,7 @@ static int finish(tb_collector *c)
 		tb_drainer *d = &c->drainers[k];
 		if (d->interval_start_ns > c->closer.start_ns)
 			continue;
-		d->cur = c->closer.half;
+		d->cur = c->closer.bank;
 		d->interval_start_ns = c->closer.start_ns;
 		tb_drainer_set_open(d);
 	}

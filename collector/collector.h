@@ -3,7 +3,7 @@
  * The collector owns one bus. Its work is split by concern, and the data
  * flows one way:
  *
- *   rings -> drain threads -> series halves -> closer -> live area, writer
+ *   rings -> drain threads -> series banks -> closer -> live area, writer
  *
  * - slots.c: which producer slots are followed, whether their owners still
  *   run, quarantine of hostile rings (the slot life cycle).
@@ -11,16 +11,16 @@
  *   each with its own consumer index, and counts every event into the
  *   histogram of its (slot, metric) series for the interval of its
  *   completion time. At an interval's end plus the grace it switches to the
- *   other half of every series by flipping one index: no walk, no page
+ *   other bank of every series by flipping one index: no walk, no page
  *   touched for the first time. It never merges, encodes or writes.
- * - series.c: the series pool: two halves (histograms) per (slot, metric),
+ * - series.c: the series pool: two banks (histograms) per (slot, metric),
  *   its memory faulted in ahead of use by the run loop, never by a drain
  *   thread.
  * - folds.c: what producers folded into their fold lanes while their rings
  *   were full.
- * - close.c: the closer merges the finished half of every series per
+ * - close.c: the closer merges the finished bank of every series per
  *   metric, encodes, publishes the live area, hands the lines to the writer
- *   and gives the halves back empty.
+ *   and gives the banks back empty.
  * - accounts.c: what was taken from the rings and lanes against what
  *   reached the log, kept in the segment, so that a collector started after
  *   a kill counts exactly what the dead one lost.
@@ -31,14 +31,14 @@
  *
  * The interval protocol between drain threads and the closer, in interval
  * start times (wall clock ns, L the interval length):
- * - a drain thread counts interval S in half h and, for events completing
- *   after S + L, interval S + L in half h ^ 1. It publishes `acked_start_ns`
+ * - a drain thread counts interval S in bank h and, for events completing
+ *   after S + L, interval S + L in bank h ^ 1. It publishes `acked_start_ns`
  *   = S: every interval before S is finished for it.
  * - the closer closes interval S once every drain thread's acked_start_ns is
- *   past S, then publishes `freed_start_ns` = S: half h is empty again.
- * - the half of interval S + L (h ^ 1) held interval S - L before: a drain
+ *   past S, then publishes `freed_start_ns` = S: bank h is empty again.
+ * - the bank of interval S + L (h ^ 1) held interval S - L before: a drain
  *   thread records into it, for events completing after S + L, and moves
- *   on to S + L, only once freed_start_ns >= S - L (tb_drainer_next_free).
+ *   on to S + L, only once freed_start_ns >= S - L (next_free, drain.c).
  *   So a closer that falls behind holds the drain threads in their
  *   interval: events of the intervals after it are counted there as
  *   `ahead`, and the close that fell behind is counted and reported. It
@@ -81,7 +81,7 @@
  * an hour at 3 digits), as constants for the drain's fast path to fold into
  * its code; the collector refuses to open if tb_hist_init gives another. */
 #define TB_SERIES_UNIT_MAG 0    /* floor(log2 1) */
-#define TB_SERIES_HALF_MAG 10   /* 2048 sub-buckets for 3 digits, half of them */
+#define TB_SERIES_HALF_MAG 10   /* 2048 sub-buckets for 3 digits, bank of them */
 #define TB_SERIES_SUB_MASK 2047 /* (2048 - 1) << unit magnitude */
 #define TB_COLLECTOR_HOUSEKEEP_NS 100000000LL  /* slot states, heartbeat: every 100 ms */
 #define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
@@ -89,8 +89,8 @@
 /* The run loop's sleep between its looks at the schedule: a close waits at
  * most this long after the drain threads finished its interval (well within
  * an interval), and series memory is faulted in this often, ahead by half
- * what is taken. Each look costs a wake-up (tens of us on a VM): 100 a
- * second keep the run loop's own cost far below its closes'. */
+ * what is taken. Each look costs a wake-up: 100 a second keep the run
+ * loop's own cost far below its closes'. */
 #define TB_COLLECTOR_TICK_NS 10000000LL
 /* Rebalancing: rings move between drain threads at most this often, and
  * only when the busiest thread carries this much more than its share. */
@@ -114,7 +114,7 @@
 typedef struct tb_metric_counts {
 	uint64_t events, negative, late, clamped, unmatched_start, unmatched_end;
 	uint64_t folded; /* of events: taken from fold lanes (folds.c) */
-	uint64_t ahead;  /* of events: stamped past the next interval while its half was being closed */
+	uint64_t ahead;  /* of events: stamped past the next interval while its bank was being closed */
 } tb_metric_counts;
 
 typedef struct tb_growbuf {
@@ -122,14 +122,14 @@ typedef struct tb_growbuf {
 	size_t len, cap;
 } tb_growbuf;
 
-/* What the drain's fast path records into a series half besides its
- * counts, on one line: the line just before the half's counts in the pool
+/* What the drain's fast path records into a series bank besides its
+ * counts, on one line: the line just before the bank's counts in the pool
  * (tb_fast_counts), so that a count is reached from the record without
  * loading a pointer. The closer adds `events` to the histogram's total and
- * the per-metric count (tb_series_fold_events). The least and greatest
+ * the per-metric count (tb_series_flush_fast). The least and greatest
  * value are not kept per event: only which power-of-two buckets were
  * written to, a byte each, from which tb_series_settle_bounds finds them in
- * the counts when the half closes, at the precision HdrHistogram reports
+ * the counts when the bank closes, at the precision HdrHistogram reports
  * them (a bucket's lowest and highest equivalent values, as tb_hist_min and
  * tb_hist_max are). */
 #define TB_SERIES_BUCKETS 43 /* e - TB_SERIES_HALF_MAG for values below 2^53 */
@@ -143,7 +143,7 @@ typedef struct tb_series_fast {
 } tb_series_fast;
 _Static_assert(sizeof(tb_series_fast) == 64, "a fast record is the line before its counts");
 
-/* The counts of a series half, right after its fast record. */
+/* The counts of a series bank, right after its fast record. */
 static inline int64_t *tb_fast_counts(tb_series_fast *f)
 {
 	return (int64_t *)(f + 1);
@@ -151,7 +151,7 @@ static inline int64_t *tb_fast_counts(tb_series_fast *f)
 
 /* The fast path looks an event up by the low bits of its first word as
  * they are: metric id, lap bit and kind (seg_abi.h). An entry is the
- * offset of a series half's fast record from c->fast_none in units of
+ * offset of a series bank's fast record from c->fast_discard in units of
  * TB_FAST_OFFSET_UNIT bytes (the pool's first record), a record whose
  * limit no duration is below, so that entry 0 (what calloc gives) means
  * "not the fast path's" with no test of its own. Only a SPAN written with
@@ -173,10 +173,10 @@ static inline size_t tb_fast_entry(uint16_t metric)
 typedef struct tb_series {
 	uint32_t slot;
 	uint16_t metric;
-	tb_hist hist[2]; /* the two halves: intervals alternate between them */
+	tb_hist hist[2]; /* the two banks: intervals alternate between them */
 	tb_series_fast *fast[2]; /* the lines before hist[h].counts */
 } tb_series;
-/* Every fast record lies within UINT32_MAX units of c->fast_none
+/* Every fast record lies within UINT32_MAX units of c->fast_discard
  * (tb_collector_open refuses a pool of series larger): 32 GiB, some 46,000
  * series of the default layout. */
 #define TB_FAST_OFFSET_UNIT 8
@@ -185,7 +185,7 @@ typedef struct tb_series {
 enum tb_release { TB_RELEASE_NONE = 0, TB_RELEASE_FREE = 1, TB_RELEASE_REFOLLOW = 2 };
 
 /* What the close of an interval reports for one ring, counted by whichever
- * drain thread held it, in the half of that interval. */
+ * drain thread held it, in the bank of that interval. */
 typedef struct tb_ring_tally {
 	uint64_t events, folded, bad_events;
 	uint32_t high_water; /* most events waiting */
@@ -193,7 +193,7 @@ typedef struct tb_ring_tally {
 
 /* One slot as the collector follows it. The follow state is read and
  * written only by the drain thread that holds the slot (`holder`); the
- * tallies by that thread for the open halves and by the closer for the
+ * tallies by that thread for the open banks and by the closer for the
  * closed one; the drop counts and fold lanes under c->slot_lock. */
 typedef struct tb_slot_follow {
 	bool followed;
@@ -208,10 +208,10 @@ typedef struct tb_slot_follow {
 	uint32_t stuck_state;   /* ... in this state word */
 	int64_t partial_after_ns; /* monotonic: a whole-batch pass reads it short again from then */
 	tb_ring_tally tally[2];
-	/* Ring entries taken whose outcome is counted in each half (the
+	/* Ring entries taken whose outcome is counted in each bank (the
 	 * interval their event completed in, or the one they were late, bad or
 	 * unmatched in): written by the holder, taken by the closer when the
-	 * half closes (accounts.c). */
+	 * bank closes (accounts.c). */
 	uint32_t into[2];
 	char reason[96];        /* why it was quarantined */
 	/* Assignment (the run loop writes `want`; the drain threads hand the
@@ -224,7 +224,7 @@ typedef struct tb_slot_follow {
 	uint64_t dropped_seen;  /* slot->dropped when last read */
 	uint64_t pending_drops; /* drops of an owner that left before the interval closed */
 	/* metric id -> its series on this ring, or NULL; and for the fast
-	 * path, an event's first word -> its series' record of each half
+	 * path, an event's first word -> its series' record of each bank
 	 * (TB_FAST_ENTRIES, above). Every 14-bit id has an entry, so the drain
 	 * looks up any event without a range check: 128 KiB for series_of and
 	 * 512 KiB for each fast_of a slot, of which only the pages of ids seen
@@ -232,7 +232,7 @@ typedef struct tb_slot_follow {
 	 * under series_lock, read without it (each entry one atomic word). */
 	struct tb_slot_tables {
 		tb_series **series_of;
-		uint32_t *fast_of[2]; /* offsets from c->fast_none */
+		uint32_t *fast_of[2]; /* offsets from c->fast_discard */
 	} t;
 } tb_slot_follow;
 
@@ -267,12 +267,12 @@ typedef struct tb_drainer {
 	bool started;
 	/* the interval: derived from cur and interval_start_ns, kept as fields
 	 * for the drain loop (tb_drainer_set_open) */
-	int cur;                 /* the half of interval_start_ns */
-	int open_half;           /* where late events go: cur */
+	int cur;                 /* the bank of interval_start_ns */
+	int open_bank;           /* where late events go: cur */
 	int64_t interval_start_ns;
 	int64_t late_before_ns;
-	tb_metric_counts *counts[2]; /* per metric, by half */
-	/* per half: START/END halves that left the join table (matched or
+	tb_metric_counts *counts[2]; /* per metric, by bank */
+	/* per bank: START/END events that left the join table (matched or
 	 * expired) less those that went into it (accounts.c) */
 	int64_t join_adj[2];
 	uint64_t *fold_grew;     /* scratch for releasing a slot's lanes */
@@ -318,7 +318,7 @@ typedef struct tb_collector {
 	tb_seg seg;
 	tb_writer *writer;
 	tb_join join;
-	pthread_mutex_t join_lock;   /* START/END halves from any drain thread */
+	pthread_mutex_t join_lock;   /* START/END events from any drain thread */
 	pthread_mutex_t slot_lock;   /* drop counts and fold lanes: a holder's release vs the close */
 	pthread_mutex_t series_lock; /* taking series from the pool */
 	tb_slot_follow *slots;
@@ -326,8 +326,8 @@ typedef struct tb_collector {
 	uint32_t nseries;       /* taken (atomic: the closer reads it while drains take more) */
 	uint32_t series_ready;  /* faulted in: [0, series_ready) */
 	uint64_t series_unready;/* series a drain thread had to fault in itself */
-	const char *fast_none;  /* the fast record no event is recorded into */
-	char *series_pool;    /* that record, then each series half's fast record and counts */
+	const char *fast_discard;  /* the fast record no event is recorded into */
+	char *series_pool;    /* that record, then each series bank's fast record and counts */
 	size_t series_pool_bytes;
 	tb_drainer *drainers;
 	uint32_t ndrainers;
@@ -347,10 +347,10 @@ typedef struct tb_collector {
 	/* the closer (close.c) */
 	struct tb_closer {
 		int64_t start_ns;   /* the next interval to close */
-		int half;           /* its half of every series */
+		int bank;           /* its bank of every series */
 		tb_hist merged;     /* scratch for one metric's interval; the layout of every series */
 		tb_metric_counts *sum; /* per metric: the interval's counts, all drain threads */
-		tb_metric_counts *expired; /* per metric: halves expired since the last close */
+		tb_metric_counts *expired; /* per metric: banks expired since the last close */
 		uint64_t *fold_grew;
 		uint8_t *scratch;   /* V2 encoding scratch */
 		size_t scratch_cap;
@@ -389,7 +389,7 @@ typedef struct tb_collector {
 		int64_t logged_start_ns;   /* tb_seg_header.logged_start_ns */
 		int64_t parked;            /* tb_seg_header.parked_logged */
 		int64_t pend_parked;       /* the closing interval's change of it */
-		int64_t join_left;         /* halves the closer expired, for the next close */
+		int64_t join_left;         /* START/END events the closer expired, for the next close */
 		/* what the collector before this one had taken and not logged */
 		bool inherited;            /* it was killed while keeping accounts */
 		bool resumed;              /* this one starts where its log stops */
@@ -397,7 +397,7 @@ typedef struct tb_collector {
 		int64_t dead_from_ns;      /* the first interval it had not logged */
 		uint64_t lost_ring, lost_folds;
 	} accounts;
-	/* published with release: the last interval whose halves are empty again */
+	/* published with release: the last interval whose banks are empty again */
 	alignas(64) int64_t freed_start_ns;
 	alignas(64) int64_t next_housekeep_ns, next_rebalance_ns;
 	uint64_t moves;         /* rings handed from one drain thread to another */
@@ -441,13 +441,13 @@ void tb_series_pool_free(tb_collector *c);
 tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted);
 /* Fault in the memory of series up to TB_SERIES_RESERVE past those taken. */
 void tb_series_prefault(tb_collector *c);
-/* Add what the fast path recorded into half `half` of every series to the
+/* Add what the fast path recorded into bank `bank` of every series to the
  * histograms' totals and to counts[metric].events. */
-void tb_series_fold_events(tb_collector *c, int half, tb_metric_counts *counts);
-/* Bring every series' half `half` minimum and maximum up to what the fast
+void tb_series_flush_fast(tb_collector *c, int bank, tb_metric_counts *counts);
+/* Bring every series' bank `bank` minimum and maximum up to what the fast
  * path recorded into it (from its counts and the buckets it wrote to), once
  * the fast path has stopped recording into it. */
-void tb_series_settle_bounds(tb_collector *c, int half);
+void tb_series_settle_bounds(tb_collector *c, int bank);
 /* Whether metric id `metric` is registered (remembered once seen). */
 bool tb_collector_metric_ready(tb_collector *c, uint16_t metric);
 
@@ -471,9 +471,9 @@ void tb_accounts_adopt(tb_collector *c);
  * accounts are stored, afresh. Until then a start that fails leaves the
  * dead collector's accounts for the next one to report. */
 void tb_accounts_start(tb_collector *c);
-/* The closer, for the interval of half `half` it closes (before its ring
+/* The closer, for the interval of bank `bank` it closes (before its ring
  * rows): what each ring gave it. */
-void tb_accounts_take(tb_collector *c, int half);
+void tb_accounts_take(tb_collector *c, int bank);
 /* The closer, before it queues the lines of interval `start_ns` (`lines`:
  * it has log lines): what the accounts will be once they are written. */
 void tb_accounts_writing(tb_collector *c, int64_t start_ns, bool lines);
@@ -521,10 +521,10 @@ bool tb_segguard_check(tb_collector *c);
 /* The values fold lane counts are recorded at (c->fold_value). */
 int tb_folds_init(tb_collector *c);
 /* Record what the producer of slot i folded into its lanes since they were
- * last read into the series' half `half`, with counts[metric] and the
- * ring's tally of that half; the lanes marked dirty only, or all of them.
+ * last read into the series' bank `bank`, with counts[metric] and the
+ * ring's tally of that bank; the lanes marked dirty only, or all of them.
  * Under slot_lock; `grew` is the caller's scratch (TB_FOLD_COUNTS). */
-void tb_folds_take_slot(tb_collector *c, uint32_t i, int half, bool all, tb_metric_counts *counts,
+void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metric_counts *counts,
 			uint64_t *grew, uint64_t *exhausted);
 
 /* drain.c */
@@ -539,7 +539,7 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only);
 /* The run loop's requests for the slots this thread holds carried out, and
  * new producers followed, reading no ring. */
 void tb_drainer_tend(tb_drainer *d);
-/* Move to the next interval if it is due (force: now) and its half is free:
+/* Move to the next interval if it is due (force: now) and its bank is free:
  * O(1). True if it moved. */
 bool tb_drainer_switch(tb_drainer *d, int64_t now_wall_ns, bool force);
 /* Drain until this thread's rings are empty, or for as many passes as
@@ -551,7 +551,7 @@ uint64_t tb_drainer_drain_all(tb_drainer *d);
 uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns);
 /* What a drain thread checks of its rings at housekeeping (their headers). */
 void tb_drainer_housekeep(tb_drainer *d, int64_t now_mono_ns);
-/* At stop: every parked START/END half is reported unmatched. */
+/* At stop: every parked START/END event is reported unmatched. */
 void tb_drainer_expire_all(tb_drainer *d);
 /* The thread's loop, until *c->stop. */
 void *tb_drainer_main(void *arg);
@@ -578,9 +578,9 @@ int64_t tb_publish_newest_start(const tb_collector *c);
 void tb_publish_interval(tb_collector *c, uint16_t m, const tb_publish_summary *s,
 			 const uint8_t *frame, size_t frame_len);
 /* Close the interval c->closer.start_ns (length_ns long) from the finished
- * halves of every series; every drain thread must have acked past it. */
+ * banks of every series; every drain thread must have acked past it. */
 int tb_closer_close(tb_collector *c, int64_t length_ns);
-/* Expire START/END halves parked too long (the run loop, every 100 ms):
+/* Expire START/END events parked too long (the run loop, every 100 ms):
  * counted unmatched in the next interval closed. */
 void tb_closer_expire(tb_collector *c, int64_t now_mono_ns);
 /* Whether every drain thread has finished interval c->closer.start_ns. */
@@ -588,16 +588,18 @@ bool tb_closer_due(const tb_collector *c);
 
 /* collector.c: synchronous use (tests, benchmarks, the stop), one thread
  * doing what the drain threads and the closer do. */
-/* A pass of every drain thread over its rings. tb_collector_drain_all also
- * folds what the fast path recorded into drain thread 0's counts (as
- * tb_collector_fold_events), for what reads them next. */
-uint64_t tb_collector_drain_pass(tb_collector *c);
-uint64_t tb_collector_poll_pass(tb_collector *c);
+/* A pass of every drain thread over its rings, each ring read up to a
+ * batch: every ring (pass_all), or as the busy-polling loop does, a ring
+ * holding less than a batch at most once a millisecond (pass_paced).
+ * tb_collector_drain_all also adds what the fast path recorded into drain
+ * thread 0's counts (as tb_collector_flush_fast), for what reads them next. */
+uint64_t tb_collector_pass_all(tb_collector *c);
+uint64_t tb_collector_pass_paced(tb_collector *c);
 uint64_t tb_collector_drain_all(tb_collector *c);
 /* Every drain thread moves past the closer's interval, which is closed. */
 int tb_collector_close_interval(tb_collector *c, int64_t length_ns);
-/* Fold the fast path's events of both halves into drain thread 0's counts. */
-void tb_collector_fold_events(tb_collector *c);
+/* Add the fast path's counts of both banks into drain thread 0's counts. */
+void tb_collector_flush_fast(tb_collector *c);
 void tb_collector_housekeep(tb_collector *c, int64_t now_mono_ns);
 /* Assign ring i to drain thread d (the handover happens at d's next pass). */
 void tb_collector_assign(tb_collector *c, uint32_t i, uint32_t d);

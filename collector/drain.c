@@ -1,11 +1,11 @@
-/* drain.c - a drain thread: reading its rings, counting into series halves.
+/* drain.c - a drain thread: reading its rings, counting into series banks.
  *
  * A drain thread (tb_drainer) holds the rings the run loop assigned to it
  * and reads each from the collector's own consumer index, slot by slot,
  * while each event carries the lap bit that index expects (seg_abi.h), at
  * most a batch a visit, so no value a producer writes decides how far it
  * reads. Each event is counted into the histogram of its (slot, metric)
- * series, in the half of the interval of its completion time: the thread's
+ * series, in the bank of the interval of its completion time: the thread's
  * current interval, or the next one; an event that completed before the
  * current interval began is late and counted in the current one.
  *
@@ -72,11 +72,11 @@ void tb_drainer_free(tb_drainer *d)
 
 void tb_drainer_set_open(tb_drainer *d)
 {
-	d->open_half = d->cur;
+	d->open_bank = d->cur;
 	d->late_before_ns = d->interval_start_ns;
 }
 
-/* Whether the half after the current one is free: the closer has given
+/* Whether the bank after the current one is free: the closer has given
  * back the interval before the current one, which it held. */
 static inline bool next_free(const tb_drainer *d)
 {
@@ -109,31 +109,31 @@ static inline int64_t add_sat(int64_t a, int64_t b)
 	return r;
 }
 
-/* Record an event (with `partner`: a START/END pair, the other half of
- * which waited in the join table) into the half of its completion. */
+/* Record an event (with `partner`: a START/END pair, the partner of
+ * which waited in the join table) into the bank of its completion. */
 static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latency,
 		   int64_t completion_mono, bool partner)
 {
 	tb_collector *c = d->c;
 	int64_t completion = add_sat(completion_mono, c->clock_offset_ns);
-	int half = d->cur;
+	int bank = d->cur;
 	bool ahead = false;
 	if (completion >= d->interval_start_ns + c->cfg.interval_ns) {
 		if (TB_LIKELY(next_free(d))) {
-			half ^= 1;
+			bank ^= 1;
 			/* the entry is accounted for by the next interval
 			 * (drain_slot counts every entry into the current one) */
 			c->slots[slot].into[d->cur]--;
-			c->slots[slot].into[half]++;
+			c->slots[slot].into[bank]++;
 		} else
 			ahead = true;
 	} else if (TB_UNLIKELY(completion < d->late_before_ns)) {
-		half = d->open_half;
-		d->counts[half][metric].late++;
+		bank = d->open_bank;
+		d->counts[bank][metric].late++;
 		d->late_total++;
 	}
-	d->join_adj[half] += partner; /* the waiting half leaves the table here */
-	tb_metric_counts *mc = &d->counts[half][metric];
+	d->join_adj[bank] += partner; /* the waiting event leaves the table here */
+	tb_metric_counts *mc = &d->counts[bank][metric];
 	mc->ahead += ahead;
 	if (TB_UNLIKELY(latency < 0)) {
 		mc->negative++;
@@ -143,7 +143,7 @@ static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latenc
 	tb_series *s = tb_collector_series(c, slot, metric, &d->series_exhausted);
 	if (TB_UNLIKELY(!s))
 		return;
-	tb_hist *h = &s->hist[half];
+	tb_hist *h = &s->hist[bank];
 	if (TB_LIKELY(latency <= h->highest)) {
 		tb_hist_record_in_range(h, latency);
 	} else {
@@ -159,10 +159,10 @@ static void joined(tb_drainer *d, uint32_t slot, uint16_t metric, bool start, in
 		record(d, slot, metric, latency, at, true);
 	else if (rc == TB_JOIN_PARKED) /* taken, accounted nowhere until it leaves */
 		d->join_adj[d->cur]--;
-	else if (rc == TB_JOIN_FULL && start) /* no room to wait for its other half */
-		d->counts[d->open_half][metric].unmatched_start++;
+	else if (rc == TB_JOIN_FULL && start) /* no room to wait for its partner */
+		d->counts[d->open_bank][metric].unmatched_start++;
 	else if (rc == TB_JOIN_FULL)
-		d->counts[d->open_half][metric].unmatched_end++;
+		d->counts[d->open_bank][metric].unmatched_end++;
 }
 
 static void decode(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
@@ -209,16 +209,16 @@ static void decode(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64
  * decode(). What it needs is set once per visit of a ring. */
 typedef struct fast_path {
 	uint64_t from, span; /* completion, monotonic ns: from + [0, span) */
-	const uint32_t *fast_of; /* the ring's table for the current half */
-	char *none;              /* c->fast_none, which the table's offsets are from */
+	const uint32_t *fast_of; /* the ring's table for the current bank */
+	char *none;              /* c->fast_discard, which the table's offsets are from */
 } fast_path;
 
 static void fast_path_set(const tb_drainer *d, const tb_slot_follow *f, fast_path *fp)
 {
 	const tb_collector *c = d->c;
 	int64_t end, from, to;
-	fp->fast_of = f->t.fast_of[d->open_half];
-	fp->none = (char *)c->fast_none;
+	fp->fast_of = f->t.fast_of[d->open_bank];
+	fp->none = (char *)c->fast_discard;
 	fp->from = 0;
 	fp->span = 0; /* none */
 	/* the current interval, [late_before_ns, its end), in wall-clock time
@@ -246,7 +246,7 @@ static inline const uint32_t *fast_table(const fast_path *fp, uint64_t want)
 	return fp->fast_of + (TB_LAP_BIT - want);
 }
 
-/* The fast record of an event's first word, by the table (fast_none: not
+/* The fast record of an event's first word, by the table (fast_discard: not
  * the fast path's). */
 static inline tb_series_fast *fast_of_word(const fast_path *fp, const uint32_t *tab, uint64_t w0)
 {
@@ -266,8 +266,8 @@ static const uint64_t bucket_first[64] = {FIRST16(0), FIRST16(16), FIRST16(32), 
 #undef FIRST
 
 /* tb__hist_index for the series layout (TB_SERIES_*, collector.h), in
- * fewer steps: with e the top bit of (v | sub-bucket mask), v >> (e - half
- * magnitude) is (v << half magnitude) >> e, which cannot overflow for
+ * fewer steps: with e the top bit of (v | sub-bucket mask), v >> (e - bank
+ * magnitude) is (v << bank magnitude) >> e, which cannot overflow for
  * v <= H < 2^53, and the bucket's place is bucket_first[e]. */
 static inline size_t series_index(uint64_t v, uint64_t *bucket)
 {
@@ -283,15 +283,15 @@ static inline size_t series_index(uint64_t v, uint64_t *bucket)
 	return ((v << TB_SERIES_HALF_MAG) >> e) + bucket_first[e];
 }
 _Static_assert(TB_SERIES_UNIT_MAG == 0 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
-	       "series_index: unit magnitude 0, (v << half magnitude) in 64 bits");
+	       "series_index: unit magnitude 0, (v << bank magnitude) in 64 bits");
 
-/* The fast path for one event, into its fast record s (fast_none, whose
+/* The fast path for one event, into its fast record s (fast_discard, whose
  * limit is 0, if not the fast path's by the table). False: nothing
  * recorded, the caller takes it one at a time.
  * What tb_hist_record_in_range would do, but for the counts into the
- * series' fast record, which tb_collector_fold_events adds to the histogram
+ * series' fast record, which tb_collector_flush_fast adds to the histogram
  * and the per-metric count, and for the minimum and maximum: only the
- * value's bucket is noted, for tb_collector_settle_bounds. */
+ * value's bucket is noted, for tb_series_settle_bounds. */
 static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t w0, uint64_t w1)
 {
 	int64_t latency = (int64_t)w0 >> TB_FIELD_SHIFT;
@@ -480,7 +480,7 @@ static void release_slot(tb_drainer *d, uint32_t i)
 	tb_accounts_moved(c, i, at);
 	/* its fold lanes, once what its owner folded is taken (not from a
 	 * quarantined ring, as nothing else is) */
-	tb_folds_take_slot(c, i, d->open_half, true, d->counts[d->open_half], d->fold_grew,
+	tb_folds_take_slot(c, i, d->open_bank, true, d->counts[d->open_bank], d->fold_grew,
 			   &d->series_exhausted);
 	tb_seg_folds_reset(&c->seg, i);
 	if (f->followed) /* what it dropped, for the sidecar of this interval */
@@ -635,7 +635,7 @@ uint64_t tb_drainer_drain_all(tb_drainer *d)
 }
 
 /* How many of ring i's events from our index are written, in order, and
- * complete before `before` (monotonic ns), at most `most`; a START half,
+ * complete before `before` (monotonic ns), at most `most`; a START event,
  * which completes nothing itself, goes with the events around it. */
 static uint32_t complete_before(const tb_collector *c, uint32_t i, int64_t before, uint32_t most)
 {
@@ -685,13 +685,13 @@ uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns)
 static void expired(void *ctx, uint16_t metric, bool was_start)
 {
 	tb_drainer *d = ctx;
-	d->join_adj[d->open_half]++; /* it leaves the table */
+	d->join_adj[d->open_bank]++; /* it leaves the table */
 	if (metric >= d->c->seg.layout.metric_capacity)
 		return;
 	if (was_start)
-		d->counts[d->open_half][metric].unmatched_start++;
+		d->counts[d->open_bank][metric].unmatched_start++;
 	else
-		d->counts[d->open_half][metric].unmatched_end++;
+		d->counts[d->open_bank][metric].unmatched_end++;
 }
 
 void tb_drainer_housekeep(tb_drainer *d, int64_t now)
@@ -711,7 +711,7 @@ void tb_drainer_expire_all(tb_drainer *d)
 {
 	tb_collector *c = d->c;
 	pthread_mutex_lock(&c->join_lock);
-	/* a "now" past every parked half's deadline */
+	/* a "now" past every parked event's deadline */
 	tb_join_expire(&c->join, INT64_MAX - c->join.timeout_ns, expired, d);
 	pthread_mutex_unlock(&c->join_lock);
 }

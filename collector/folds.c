@@ -65,7 +65,7 @@ static bool growth(const uint64_t *count, uint64_t *taken, uint64_t *by)
 
 /* Where one read of a slot's lanes goes. */
 typedef struct fold_target {
-	int half;
+	int bank;
 	tb_metric_counts *counts;
 	uint64_t *grew;
 	uint64_t *exhausted;
@@ -74,7 +74,7 @@ typedef struct fold_target {
 static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, const fold_target *t)
 {
 	tb_slot_follow *f = &c->slots[i];
-	uint32_t metric1 = __atomic_load_n(&lane->metric1, __ATOMIC_ACQUIRE);
+	uint32_t metric_plus_one = __atomic_load_n(&lane->metric_plus_one, __ATOMIC_ACQUIRE);
 	/* first the counts, each read once: how much each grew, and whether
 	 * every one is possible; what is taken moves on either way */
 	uint64_t sum = 0, negative = 0, clamped = 0;
@@ -96,9 +96,9 @@ static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, const fol
 	}
 	if (sum == 0 && negative == 0 && clamped == 0 && ok)
 		return;
-	uint16_t m = (uint16_t)(metric1 - 1);
-	if (!ok || metric1 == 0 || metric1 > TB_MAX_METRICS || !tb_collector_metric_ready(c, m)) {
-		f->tally[t->half].bad_events++;
+	uint16_t m = (uint16_t)(metric_plus_one - 1);
+	if (!ok || metric_plus_one == 0 || metric_plus_one > TB_MAX_METRICS || !tb_collector_metric_ready(c, m)) {
+		f->tally[t->bank].bad_events++;
 		return;
 	}
 	tb_metric_counts *mc = &t->counts[m];
@@ -106,24 +106,24 @@ static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, const fol
 	mc->folded += sum;
 	mc->negative += negative;
 	mc->clamped += clamped;
-	f->tally[t->half].folded += sum;
+	f->tally[t->bank].folded += sum;
 	tb_accounts_folds_taken(c, i, sum);
 	tb_series *s = tb_collector_series(c, i, m, t->exhausted);
 	if (!s)
 		return; /* counted, not recorded, as a drain does */
 	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++) {
 		if (grew[k])
-			tb_hist_record_n(&s->hist[t->half], c->fold_value[k], (int64_t)grew[k]);
+			tb_hist_record_n(&s->hist[t->bank], c->fold_value[k], (int64_t)grew[k]);
 	}
 }
 
-void tb_folds_take_slot(tb_collector *c, uint32_t i, int half, bool all, tb_metric_counts *counts,
+void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metric_counts *counts,
 			uint64_t *grew, uint64_t *exhausted)
 {
 	tb_slot_follow *f = &c->slots[i];
 	if (!f->followed || f->quarantined)
 		return;
-	fold_target t = {.half = half, .counts = counts, .grew = grew, .exhausted = exhausted};
+	fold_target t = {.bank = bank, .counts = counts, .grew = grew, .exhausted = exhausted};
 	all |= f->folds_unsure;
 	f->folds_unsure = false;
 	for (uint32_t k = 0; k < c->seg.layout.fold_lanes; k++) {

@@ -1,7 +1,7 @@
-/* join.c - the bounded table that pairs START and END halves.
+/* join.c - the bounded table that pairs START and END events.
  *
- * A request's two halves reach the collector from different rings, in either
- * order. The first half to arrive is parked here under its key; the second
+ * A request's two events reach the collector from different rings, in either
+ * order. The first event to arrive is parked here under its key; the second
  * finds it, removes it and yields latency = end_at - start_at. The key is
  * (metric, seq), packed into one 64-bit word: metric in the top 16 bits,
  * the sequence below (the event's field carries it modulo 2^47: seg_abi.h;
@@ -9,7 +9,7 @@
  *
  * Layout: one array of `capacity` entries (a power of two), allocated zeroed
  * in tb_join_init and never resized. Each entry holds the packed key, the
- * half's kind (empty, START or END), its timestamp and the collector time at
+ * event's kind (empty, START or END), its timestamp and the collector time at
  * which it was parked. Keys are placed by linear probing from a home slot,
  * hash(key) & (capacity - 1); the hash is a 64-bit multiply-xorshift
  * finalizer, so consecutive sequence numbers land far apart.

@@ -1,8 +1,8 @@
-/* join.h - joining START and END halves of a request by (metric, sequence).
+/* join.h - joining START and END events of a request by (metric, sequence).
  *
  * A gateway thread stamps a request's intended time (tb_start) and an engine
  * thread, maybe in another process, its completion (tb_end). The collector
- * drains rings in turn, so either half may arrive first: the first half is
+ * drains rings in turn, so either event may arrive first: the first event is
  * parked in a bounded open-addressed table, the second completes it and
  * yields the latency. Halves that wait longer than the timeout are expired
  * and counted per metric (a START without END, an END without START); a
@@ -25,26 +25,26 @@ typedef struct tb_join {
 	uint32_t capacity; /* a power of two */
 	uint32_t used;
 	int64_t timeout_ns;
-	uint64_t duplicates; /* a half that replaced a parked half of the same kind and key */
+	uint64_t duplicates; /* an event that replaced a parked event of the same kind and key */
 } tb_join;
 
 int tb_join_init(tb_join *j, uint32_t capacity, int64_t timeout_ns);
 void tb_join_free(tb_join *j);
 
 enum tb_join_result {
-	TB_JOIN_PARKED = 0,  /* waiting for its other half */
+	TB_JOIN_PARKED = 0,  /* waiting for its partner */
 	TB_JOIN_MATCHED = 1, /* *latency_ns = completion - intended (may be negative) */
 	TB_JOIN_FULL = -1,   /* no room: the caller counts it as unmatched */
 };
 
-/* `at_ns` is the half's timestamp (intended for START, completion for END);
+/* `at_ns` is the event's timestamp (intended for START, completion for END);
  * `now_ns` is the collector's clock, used for expiry. */
 int tb_join_start(tb_join *j, uint16_t metric, uint64_t seq, int64_t at_ns, int64_t now_ns,
 		  int64_t *latency_ns);
 int tb_join_end(tb_join *j, uint16_t metric, uint64_t seq, int64_t at_ns, int64_t now_ns,
 		int64_t *latency_ns);
 
-/* Remove halves parked since before now_ns - timeout; calls expired(ctx,
+/* Remove events parked since before now_ns - timeout; calls expired(ctx,
  * metric, was_start) for each. Returns how many were removed. */
 uint32_t tb_join_expire(tb_join *j, int64_t now_ns,
 			void (*expired)(void *ctx, uint16_t metric, bool was_start), void *ctx);

@@ -143,7 +143,7 @@ static bool past(uint64_t cut, uint64_t off, uint64_t len)
 }
 
 /* A free slot whose ring or lanes were cut: made whole again for the next
- * producer, claimed meanwhile so that none takes it half reset. */
+ * producer, claimed meanwhile so that none takes it bank reset. */
 static void reset_free(tb_collector *c, uint32_t i)
 {
 	tb_slot *s = tb_seg_slot(&c->seg, i);
@@ -171,7 +171,7 @@ static tb_seg_header owned_header(const tb_collector *c)
 
 /* The header from the collector's copy, its first `len` bytes with the
  * collector's own fields: the magic cleared first and stored last (release),
- * so that an attacher never takes a header half written back. */
+ * so that an attacher never takes a header bank written back. */
 static void restore_header(tb_collector *c, size_t len)
 {
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;

@@ -2,8 +2,8 @@
  *
  * One anonymous mapping holds, first, the fast path's "none" record (limit
  * 0: no event is recorded through it), then for every series its two
- * halves, each a fast record (tb_series_fast, one line) followed by the
- * half's counts. Series are taken in order by the drain threads, under
+ * banks, each a fast record (tb_series_fast, one line) followed by the
+ * bank's counts. Series are taken in order by the drain threads, under
  * series_lock, the first time a (slot, metric) pair records; `nseries` is
  * published with release so the closer, which walks [0, nseries), sees a
  * series whole.
@@ -30,21 +30,21 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
-/* The counts of one series half (the default layout). */
+/* The counts of one series bank (the default layout). */
 static int32_t series_counts_len(void)
 {
 	return tb_hist_counts_len(TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,
 				  TB_HIST_DEFAULT_SIG_DIGITS);
 }
 
-/* The bytes of one series half in the pool: its fast record, then its
+/* The bytes of one series bank in the pool: its fast record, then its
  * counts (tb_fast_counts). */
 static size_t series_half_bytes(void)
 {
 	return sizeof(tb_series_fast) + (size_t)series_counts_len() * sizeof(int64_t);
 }
 
-/* The pool's mapping: the "none" record, then max_series x 2 halves. */
+/* The pool's mapping: the "none" record, then max_series x 2 banks. */
 static size_t pool_bytes_for(uint32_t max_series)
 {
 	return sizeof(tb_series_fast) + 2 * (size_t)max_series * series_half_bytes();
@@ -63,17 +63,17 @@ int tb_series_pool_init(tb_collector *c)
 		c->series_pool = NULL;
 		return -ENOMEM;
 	}
-	c->fast_none = c->series_pool; /* zeroed: limit 0 */
+	c->fast_discard = c->series_pool; /* zeroed: limit 0 */
 	c->series = calloc(c->cfg.max_series, sizeof(*c->series));
 	if (!c->series)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < c->cfg.max_series; k++) {
-		for (int half = 0; half < 2; half++) {
+		for (int bank = 0; bank < 2; bank++) {
 			tb_series_fast *fast =
 				(tb_series_fast *)(c->series_pool + sizeof(tb_series_fast) +
-						   ((size_t)k * 2 + (size_t)half) * per);
-			c->series[k].fast[half] = fast;
-			tb_hist_init_zeroed(&c->series[k].hist[half], TB_HIST_DEFAULT_LOWEST,
+						   ((size_t)k * 2 + (size_t)bank) * per);
+			c->series[k].fast[bank] = fast;
+			tb_hist_init_zeroed(&c->series[k].hist[bank], TB_HIST_DEFAULT_LOWEST,
 					    TB_HIST_DEFAULT_HIGHEST, TB_HIST_DEFAULT_SIG_DIGITS,
 					    tb_fast_counts(fast), (size_t)len);
 		}
@@ -89,7 +89,7 @@ void tb_series_pool_free(tb_collector *c)
 		munmap(c->series_pool, c->series_pool_bytes);
 }
 
-/* Fault in the pages of series [from, to): both halves, which lie side
+/* Fault in the pages of series [from, to): both banks, which lie side
  * by side in the pool. MADV_POPULATE_WRITE where the kernel has it, else a
  * write to every page (of zero: the pool is zero until used). */
 static void fault_in(tb_collector *c, uint32_t from, uint32_t to)
@@ -138,7 +138,7 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 		return NULL;
 	}
 	/* not faulted in yet: its pages fault in as values land in them, on
-	 * this thread (a few pages, not the whole half), and the run loop
+	 * this thread (a few pages, not the whole bank), and the run loop
 	 * populates the rest; counted */
 	if (n >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE))
 		__atomic_add_fetch(&c->series_unready, 1, __ATOMIC_RELAXED);
@@ -149,7 +149,7 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 		*s->fast[h] = (tb_series_fast){.limit = (uint64_t)TB_HIST_DEFAULT_HIGHEST + 1};
 		/* within reach: tb_series_pool_init checks the pool */
 		__atomic_store_n(&f->t.fast_of[h][tb_fast_entry(metric)],
-				 (uint32_t)(((const char *)s->fast[h] - c->fast_none) / TB_FAST_OFFSET_UNIT),
+				 (uint32_t)(((const char *)s->fast[h] - c->fast_discard) / TB_FAST_OFFSET_UNIT),
 				 __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&f->t.series_of[metric], s, __ATOMIC_RELEASE);
@@ -188,16 +188,16 @@ bool tb_collector_metric_ready(tb_collector *c, uint16_t metric)
 	return true;
 }
 
-void tb_series_fold_events(tb_collector *c, int half, tb_metric_counts *counts)
+void tb_series_flush_fast(tb_collector *c, int bank, tb_metric_counts *counts)
 {
 	uint32_t n = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
 	for (uint32_t k = 0; k < n; k++) {
 		tb_series *s = &c->series[k];
-		tb_series_fast *fs = s->fast[half];
+		tb_series_fast *fs = s->fast[bank];
 		if (fs->events == 0)
 			continue;
 		counts[s->metric].events += fs->events;
-		s->hist[half].total += (int64_t)fs->events;
+		s->hist[bank].total += (int64_t)fs->events;
 		fs->events = 0;
 	}
 }
@@ -213,14 +213,14 @@ static uint64_t bucket_first(unsigned e)
 _Static_assert(TB_SERIES_HALF_MAG + TB_SERIES_BUCKETS == 53 && TB_HIST_DEFAULT_HIGHEST < (INT64_C(1) << 53),
 	       "tb_series_fast.seen: a byte for every top bit a value up to H can have");
 
-/* The counts of a series half that seen[b] (tb_series_fast) stands for,
+/* The counts of a series bank that seen[b] (tb_series_fast) stands for,
  * [*from, *to): the upper half of sub-buckets from bucket_first, all of
  * them for b = 0. */
 static void bucket_counts(const tb_hist *h, unsigned b, int32_t *from, int32_t *to)
 {
-	uint64_t first = bucket_first(b + TB_SERIES_HALF_MAG), half = (uint64_t)1 << TB_SERIES_HALF_MAG;
-	*from = (int32_t)(b == 0 ? first : first + half);
-	*to = (int32_t)(first + 2 * half);
+	uint64_t first = bucket_first(b + TB_SERIES_HALF_MAG), bank = (uint64_t)1 << TB_SERIES_HALF_MAG;
+	*from = (int32_t)(b == 0 ? first : first + bank);
+	*to = (int32_t)(first + 2 * bank);
 	if (*to > h->counts_len)
 		*to = h->counts_len;
 }
@@ -294,9 +294,9 @@ static void settle_half(tb_series_fast *fs, tb_hist *h)
 	memset(fs->seen, 0, sizeof(fs->seen));
 }
 
-void tb_series_settle_bounds(tb_collector *c, int half)
+void tb_series_settle_bounds(tb_collector *c, int bank)
 {
 	uint32_t n = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
 	for (uint32_t k = 0; k < n; k++)
-		settle_half(c->series[k].fast[half], &c->series[k].hist[half]);
+		settle_half(c->series[k].fast[bank], &c->series[k].hist[bank]);
 }

@@ -5,7 +5,8 @@
  * above the first bucket, and the sub-bucket sb = v >> (b + unit_magnitude).
  * Bucket 0 uses all sub_bucket_count sub-buckets; every later bucket uses only
  * its upper half (the lower half would repeat the previous bucket at half the
- * resolution), which is why the counts array holds (bucket_count + 1) halves.
+ * resolution), which is why the counts array holds (bucket_count + 1) x
+ * sub_bucket_half_count counts.
  *
  * All layout arithmetic is done on integers: the floating-point log2 that
  * some ports use is exact for the inputs allowed here, but integer code

@@ -375,10 +375,10 @@ int tb_prom_export_render(const tb_prom_export *e, bool pb, int64_t now, tb_prom
 				       "the one they completed in.");
 	if (rc == 0)
 		rc = render_per_metric(e, &g, out, pb, PM_UNMATCHED_START, "tailbus_unmatched_start_total",
-				       "START halves that never met their END (expired, or no room to wait).");
+				       "START events that never met their END (expired, or no room to wait).");
 	if (rc == 0)
 		rc = render_per_metric(e, &g, out, pb, PM_UNMATCHED_END, "tailbus_unmatched_end_total",
-				       "END halves that never met their START (expired, or no room to wait).");
+				       "END events that never met their START (expired, or no room to wait).");
 	if (rc == 0)
 		rc = render_per_metric(e, &g, out, pb, PM_SUMMARY_ONLY, "tailbus_summary_only_total",
 				       "Of tailbus_events_total, events of intervals the live area held "

@@ -64,14 +64,14 @@ static bool fold(tb_producer *p, uint64_t w0)
 		return false;
 	tb_fold_lane *lane = NULL;
 	for (uint32_t k = 0; k < p->fold_lanes; k++) {
-		if (p->fold_metric1[k] == metric + 1) {
+		if (p->fold_metric_plus_one[k] == metric + 1) {
 			lane = &p->folds[k];
 			break;
 		}
-		if (p->fold_metric1[k] == 0) { /* lanes are taken in order: the first free one */
-			p->fold_metric1[k] = metric + 1;
+		if (p->fold_metric_plus_one[k] == 0) { /* lanes are taken in order: the first free one */
+			p->fold_metric_plus_one[k] = metric + 1;
 			lane = &p->folds[k];
-			__atomic_store_n(&lane->metric1, metric + 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&lane->metric_plus_one, metric + 1, __ATOMIC_RELEASE);
 			break;
 		}
 	}

@@ -96,12 +96,12 @@ void spans(struct fixture *f, int metric, int n, uint64_t done, uint64_t latency
 		tb_span(f->p, f->m[metric], done - latency, done);
 }
 
-int64_t series_total(const struct fixture *f, int half, int metric)
+int64_t series_total(const struct fixture *f, int bank, int metric)
 {
 	int64_t total = 0;
 	for (uint32_t k = 0; k < f->c.nseries; k++) {
 		if (f->c.series[k].metric == tb_metric_id(f->m[metric]))
-			total += tb_hist_total(&f->c.series[k].hist[half]);
+			total += tb_hist_total(&f->c.series[k].hist[bank]);
 	}
 	return total;
 }
@@ -114,7 +114,7 @@ void housekeep(struct fixture *f)
 uint64_t events_of(struct fixture *f, int metric)
 {
 	uint32_t id = tb_metric_id(f->m[metric]);
-	tb_collector_fold_events(&f->c); /* housekeeping drains without folding */
+	tb_collector_flush_fast(&f->c); /* housekeeping drains without folding */
 	return f->c.drainers[0].counts[0][id].events + f->c.drainers[0].counts[1][id].events;
 }
 

@@ -50,13 +50,13 @@ void fixture_restart(struct fixture *f, tb_collector_config *cfg);
 uint64_t at(struct fixture *f, int64_t offset_ns);
 /* n SPANs of metric `metric` completing at `done`, each `latency` long. */
 void spans(struct fixture *f, int metric, int n, uint64_t done, uint64_t latency);
-/* What the series of `metric` hold in half `half`, every ring. */
-int64_t series_total(const struct fixture *f, int half, int metric);
+/* What the series of `metric` hold in bank `bank`, every ring. */
+int64_t series_total(const struct fixture *f, int bank, int metric);
 /* Housekeeping at the current time. */
 void housekeep(struct fixture *f);
-/* Events of `metric` counted in both halves, the drain's fast path folded in. */
+/* Events of `metric` counted in both banks, the drain's fast path folded in. */
 uint64_t events_of(struct fixture *f, int metric);
-/* A ring's bad events, both halves: what its next two closes report. */
+/* A ring's bad events, both banks: what its next two closes report. */
 uint64_t ring_bad(const tb_slot_follow *f);
 /* Per metric, the log's counts for the interval that starts at start_ns. */
 void logged_totals(struct fixture *f, int64_t start_ns, int64_t *totals);

@@ -6,7 +6,7 @@
  * heap, 1024 records per metric and 1 ms intervals; one producer records
  * WIDE_PER_INTERVAL latencies log-spread over 1 ns .. 2^40 ns into metric
  * "wide0" each interval, and the collector closes the interval at once,
- * until the heap has been written one and a half times over. Then the
+ * until the heap has been written one and a bank times over. Then the
  * collector stops and the segment stays, for `tailbus top` to read: a
  * window of 1 s (1000 intervals) reaches back past what the heap kept.
  * Prints the intervals published and the ones the live area kept.

@@ -3,9 +3,9 @@
  * A real collector (collector_fixture.h: tb_collector_open on a fresh bus in
  * a private directory, log through the real writer) and a real producer
  * handle in the same process. The close of an interval takes milliseconds
- * (tens the first time a series half is used), so the drain goes on between
+ * (tens the first time a series bank is used), so the drain goes on between
  * the metrics it closes; what is checked is that events drained then are
- * neither lost nor written into the half being closed: they count in the
+ * neither lost nor written into the bank being closed: they count in the
  * next interval, as late when they completed in the closing one, exactly as
  * if they had been drained after the close. Also what a close writes beside
  * the log: the health sidecar's rows, the live record's counters, and the
@@ -42,7 +42,7 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 		assert_int_equal(series_total(f, cur, k), 100);
 	/* left in the ring when the close begins: 40 more of this interval
 	 * for m0 (closed first) and 30 for m2 (closed last, so drained while
-	 * its own half is still open), late once drained; 25 of the next */
+	 * its own bank is still open), late once drained; 25 of the next */
 	spans(f, 0, 40, at(f, len / 2), 2000);
 	spans(f, 2, 30, at(f, len / 2), 2000);
 	spans(f, 1, 25, at(f, len + len / 2), 3000);
@@ -55,17 +55,17 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	for (int k = 0; k < METRICS; k++)
 		assert_int_equal(logged[k], 100);
 	/* the close drained nothing: the drain after it takes what was left,
-	 * into the new current half, none into the closed one */
-	assert_int_equal(tb_collector_drain_pass(&f->c), 95);
+	 * into the new current bank, none into the closed one */
+	assert_int_equal(tb_collector_pass_all(&f->c), 95);
 	int next = f->c.drainers[0].cur;
 	assert_int_equal(next, cur ^ 1);
-	assert_int_equal(f->c.drainers[0].open_half, next);
+	assert_int_equal(f->c.drainers[0].open_bank, next);
 	assert_int_equal(f->c.drainers[0].late_before_ns, f->c.drainers[0].interval_start_ns);
 	/* the next interval's 25 by the fast path, the late ones by decode() */
 	tb_series *s1 = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s1);
 	assert_int_equal(s1->fast[next]->events, 25);
-	tb_collector_fold_events(&f->c);
+	tb_collector_flush_fast(&f->c);
 	assert_int_equal(series_total(f, next, 0), 40);
 	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[0])].events, 40);
 	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[0])].late, 40);
@@ -78,7 +78,7 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 
 /* A close leaves the rings to the drain: a ring holding many batches when
  * the interval switches is read after it by the fast path, all into the
- * next half. */
+ * next bank. */
 static void the_drain_goes_on_by_the_fast_path_after_a_switch(void **state)
 {
 	struct fixture *f = *state;
@@ -94,13 +94,13 @@ static void the_drain_goes_on_by_the_fast_path_after_a_switch(void **state)
 	int next = f->c.drainers[0].cur;
 	assert_int_equal(next, cur ^ 1);
 	uint64_t taken = 0, k;
-	while ((k = tb_collector_drain_pass(&f->c)) > 0)
+	while ((k = tb_collector_pass_all(&f->c)) > 0)
 		taken += k;
 	assert_int_equal(taken, n);
 	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s);
 	assert_int_equal(s->fast[next]->events, n); /* all of them by the fast path */
-	tb_collector_fold_events(&f->c);
+	tb_collector_flush_fast(&f->c);
 	assert_int_equal(series_total(f, next, 1), n);
 	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[1])].events, n);
 	assert_int_equal(f->c.drainers[0].counts[next][tb_metric_id(f->m[1])].late, 0);
@@ -115,7 +115,7 @@ static void a_close_after_bare_passes_counts_every_event(void **state)
 	int64_t len = f->c.cfg.interval_ns;
 	for (int k = 0; k < METRICS; k++)
 		spans(f, k, 50 + k, at(f, len / 2), 1000);
-	while (tb_collector_drain_pass(&f->c) > 0)
+	while (tb_collector_pass_all(&f->c) > 0)
 		;
 	int64_t closing = f->c.drainers[0].interval_start_ns;
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
@@ -130,7 +130,7 @@ static void a_close_after_bare_passes_counts_every_event(void **state)
 		assert_int_equal(events[k], 50 + k);
 }
 
-/* Interval after interval, each half of a series used again: every close
+/* Interval after interval, each bank of a series used again: every close
  * writes, in its log lines and its sidecar rows, the events of its own
  * interval and no other's, whether the fast path recorded them (counted by
  * the histogram's total) or decode() did (a duration over H, clamped), and
@@ -195,10 +195,10 @@ static long long ring_gap(struct fixture *f, int64_t start_ns, bool *metric_empt
 /* Passes, with a pause of 200 ms between two of them. */
 static void stall(struct fixture *f)
 {
-	tb_collector_drain_pass(&f->c);
+	tb_collector_pass_all(&f->c);
 	struct timespec pause = {0, 200 * 1000 * 1000};
 	nanosleep(&pause, NULL);
-	tb_collector_drain_pass(&f->c);
+	tb_collector_pass_all(&f->c);
 }
 
 /* Close the current interval; its start. */
@@ -239,7 +239,7 @@ static void ring_rows_carry_the_longest_gap_between_passes(void **state)
 }
 
 /* The live record carries what the sidecar's metric row counts beside its
- * count: negative and late events, unmatched halves. */
+ * count: negative and late events, unmatched START/END events. */
 static void a_live_interval_carries_negative_late_and_unmatched(void **state)
 {
 	struct fixture *f = *state;
@@ -274,10 +274,10 @@ static void a_close_leaves_the_rings_alone(void **state)
 	tb_collector_drain_all(&f->c);
 	spans(f, 1, 5, at(f, len / 2), 1000);
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
-	assert_int_equal(tb_collector_drain_pass(&f->c), 5);
+	assert_int_equal(tb_collector_pass_all(&f->c), 5);
 }
 
-/* Outside a close, late events still go to the current half. */
+/* Outside a close, late events still go to the current bank. */
 static void late_outside_a_close_stays_in_the_current_half(void **state)
 {
 	struct fixture *f = *state;
@@ -326,7 +326,7 @@ static uint32_t unlogged(struct fixture *f, uint32_t slot)
 	return tb_seg_ring(&f->c.seg, slot)->c_head - tb_seg_slot(&f->c.seg, slot)->logged_head;
 }
 
-/* The accounts (accounts.c) follow every entry taken: what the open halves
+/* The accounts (accounts.c) follow every entry taken: what the open banks
  * hold until their interval is written, nothing after; a START waiting for
  * its END is unaccounted until it leaves the join table. A collector that
  * finds the last one killed (its pid still in the header) counts what was

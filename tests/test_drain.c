@@ -21,7 +21,7 @@
 
 #include "collector_fixture.h"
 
-/* A ring's events, both halves: what its next two closes report. */
+/* A ring's events, both banks: what its next two closes report. */
 static uint64_t ring_events(const tb_slot_follow *f)
 {
 	return f->tally[0].events + f->tally[1].events;
@@ -41,7 +41,7 @@ static void assert_bounds(const tb_hist *h, int64_t min, int64_t max)
 }
 
 /* The drain's fast path keeps no minimum or maximum per event, only the
- * buckets it wrote to; settling a series half finds its least non-zero
+ * buckets it wrote to; settling a series bank finds its least non-zero
  * and its greatest value from them and the counts, and adds them to what
  * decode() recorded exactly. Settled after every drain, the histogram
  * reports the minimum and maximum of all it recorded. */
@@ -133,7 +133,7 @@ static void the_second_pass_takes_the_fast_path(void **state)
 	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s);
 	spans(f, 1, 10, done, 1000);
-	assert_int_equal(tb_collector_drain_pass(&f->c), 10);
+	assert_int_equal(tb_collector_pass_all(&f->c), 10);
 	assert_int_equal(s->fast[cur]->events, 10);
 }
 
@@ -147,11 +147,11 @@ static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void 
 	f->c.drainers[0].interval_start_ns = f->c.clock_offset_ns - 1000; /* 1 us before monotonic 0 */
 	tb_drainer_set_open(&f->c.drainers[0]);
 	spans(f, 1, 10, at(f, f->c.cfg.interval_ns / 2), 1000);
-	assert_int_equal(tb_collector_drain_pass(&f->c), 10);
+	assert_int_equal(tb_collector_pass_all(&f->c), 10);
 	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s);
 	assert_int_equal(s->fast[cur]->events, 9); /* the first made the series, through decode() */
-	tb_collector_fold_events(&f->c);
+	tb_collector_flush_fast(&f->c);
 	assert_int_equal(s->hist[cur].total, 10);
 	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[1])].events, 10);
 	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[1])].late, 0);
@@ -160,33 +160,33 @@ static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void 
 /* The run loop's pass reads a ring that holds a whole batch at once, and
  * one that holds less only when its short read is due (TB_COLLECTOR_PARTIAL_NS
  * after the last); tb_collector_drain_all reads everything. */
-static void the_poll_pass_reads_short_rings_only_when_due(void **state)
+static void the_paced_pass_reads_short_rings_only_when_due(void **state)
 {
 	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns;
 	tb_slot_follow *sf = &f->c.slots[f->p->slot];
 	spans(f, 0, 10, at(f, len / 2), 1000);
 	int64_t before = mono_ns();
-	assert_int_equal(tb_collector_poll_pass(&f->c), 10); /* never read short yet: due */
+	assert_int_equal(tb_collector_pass_paced(&f->c), 10); /* never read short yet: due */
 	int64_t after = mono_ns();
 	assert_true(sf->partial_after_ns >= before + TB_COLLECTOR_PARTIAL_NS &&
 		    sf->partial_after_ns <= after + TB_COLLECTOR_PARTIAL_NS);
 	sf->partial_after_ns = INT64_MAX; /* not due, whatever the time */
 	spans(f, 0, 10, at(f, len / 2), 1000);
-	assert_int_equal(tb_collector_poll_pass(&f->c), 0);
+	assert_int_equal(tb_collector_pass_paced(&f->c), 0);
 	assert_false(f->c.drainers[0].last_pass_full);
 	/* a whole batch behind those ten: taken at once, the ten first */
 	spans(f, 0, TB_COLLECTOR_BATCH, at(f, len / 2), 1000);
-	assert_int_equal(tb_collector_poll_pass(&f->c), TB_COLLECTOR_BATCH);
+	assert_int_equal(tb_collector_pass_paced(&f->c), TB_COLLECTOR_BATCH);
 	assert_true(f->c.drainers[0].last_pass_full);
 	assert_int_equal(sf->partial_after_ns, INT64_MAX); /* a whole batch is not a short read */
-	assert_int_equal(tb_collector_poll_pass(&f->c), 0);
+	assert_int_equal(tb_collector_pass_paced(&f->c), 0);
 	sf->partial_after_ns = 0; /* due */
-	assert_int_equal(tb_collector_poll_pass(&f->c), 10);
+	assert_int_equal(tb_collector_pass_paced(&f->c), 10);
 	/* the plain pass and drain_all read short rings at any time */
 	sf->partial_after_ns = INT64_MAX;
 	spans(f, 0, 7, at(f, len / 2), 1000);
-	assert_int_equal(tb_collector_drain_pass(&f->c), 7);
+	assert_int_equal(tb_collector_pass_all(&f->c), 7);
 	spans(f, 0, 5, at(f, len / 2), 1000);
 	assert_int_equal(tb_collector_drain_all(&f->c), 5);
 	assert_int_equal(f->c.drainers[0].counts[f->c.drainers[0].cur][tb_metric_id(f->m[0])].events,
@@ -239,7 +239,7 @@ static void a_spoiled_event_does_not_stall_the_ring(void **state)
  * stream of events, every case at and around each limit, written once to
  * each of two rings, one drained with decode() alone and the other as the
  * drain does by default, leaves the two rings' series equal and every
- * per-metric counter doubled. (START/END halves are left out: they join
+ * per-metric counter doubled. (START/END events are left out: they join
  * across rings, and only decode() takes them.) */
 static uint64_t xorshift(uint64_t *x)
 {
@@ -344,11 +344,11 @@ static void drain_matches_decode(void **state, uint32_t prefill, bool closing)
 		bad0 = ring_bad(&f->c.slots[f->p->slot]);
 		assert_int_equal(ring_bad(&f->c.slots[q->slot]), bad0);
 	}
-	/* during a close what is drained is the next half's, the fast path's
-	 * too (from the closing interval's end), and nothing is the closing half's */
+	/* during a close what is drained is the next bank's, the fast path's
+	 * too (from the closing interval's end), and nothing is the closing bank's */
 	if (closing)
 		assert_true(tb_drainer_switch(&f->c.drainers[0], 0, true));
-	int open = f->c.drainers[0].open_half, shut = closing ? f->c.drainers[0].cur ^ 1 : -1;
+	int open = f->c.drainers[0].open_bank, shut = closing ? f->c.drainers[0].cur ^ 1 : -1;
 	for (int h = 0; h < 2; h++)
 		for (int m = 0; m < METRICS; m++)
 			base[h][m] = f->c.drainers[0].counts[h][tb_metric_id(f->m[m])];
@@ -453,7 +453,7 @@ static void the_drain_records_as_decode_does_during_a_close(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(the_poll_pass_reads_short_rings_only_when_due,
+		cmocka_unit_test_setup_teardown(the_paced_pass_reads_short_rings_only_when_due,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			an_interval_begun_before_the_clock_started_takes_the_fast_path,

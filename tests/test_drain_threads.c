@@ -1,5 +1,5 @@
 /* test_drain_threads.c - the collector's threads under load: drain threads
- * switching halves, rings handed between them, a slow closer.
+ * switching banks, rings handed between them, a slow closer.
  *
  * A real collector (tb_collector_run on its own thread, with its drain
  * threads) on a scratch bus, and real producers (tb_attach, one per

@@ -16,33 +16,33 @@
 
 #include "collector_fixture.h"
 
-/* A ring's folded events, both halves: what its next two closes report. */
+/* A ring's folded events, both banks: what its next two closes report. */
 static uint64_t ring_folded(const tb_slot_follow *f)
 {
 	return f->tally[0].folded + f->tally[1].folded;
 }
 
 /* What the closer does with the fold lanes, into drain thread 0's counts. */
-static void take_slot_folds(struct fixture *f, uint32_t i, int half, bool all)
+static void take_slot_folds(struct fixture *f, uint32_t i, int bank, bool all)
 {
 	tb_drainer *d = &f->c.drainers[0];
 	pthread_mutex_lock(&f->c.slot_lock);
-	tb_folds_take_slot(&f->c, i, half, all, d->counts[half], d->fold_grew, &d->series_exhausted);
+	tb_folds_take_slot(&f->c, i, bank, all, d->counts[bank], d->fold_grew, &d->series_exhausted);
 	pthread_mutex_unlock(&f->c.slot_lock);
 }
 
-static void take_folds(struct fixture *f, int half)
+static void take_folds(struct fixture *f, int bank)
 {
 	for (uint32_t i = 0; i < f->c.seg.layout.slot_count; i++)
-		take_slot_folds(f, i, half, false);
+		take_slot_folds(f, i, bank, false);
 }
 
-/* The series histogram of metric k on slot 0, half `half`. */
-static tb_hist *series_hist(struct fixture *f, int half, int k)
+/* The series histogram of metric k on slot 0, bank `bank`. */
+static tb_hist *series_hist(struct fixture *f, int bank, int k)
 {
 	tb_series *s = f->c.slots[0].t.series_of[tb_metric_id(f->m[k])];
 	assert_non_null(s);
-	return &s->hist[half];
+	return &s->hist[bank];
 }
 
 /* Fill the ring with `RING` spans of metric 0 (1000 ns), then send n more
@@ -175,19 +175,19 @@ static void impossible_lanes_are_counted_bad(void **state)
 	take_folds(f, cur);
 	assert_int_equal(f->c.drainers[0].counts[cur][id1].folded, 12);
 	/* a metric no one registered */
-	lane->metric1 = 200;
+	lane->metric_plus_one = 200;
 	lane->counts[k] += 5;
 	lane->dirty = 1;
 	take_folds(f, cur);
 	assert_int_equal(ring_bad(&f->c.slots[0]), 2);
 	assert_int_equal(f->c.drainers[0].counts[cur][id1].folded, 12);
 	/* an id past every metric, and a read of more than 2^40 */
-	lane->metric1 = TB_MAX_METRICS + 1;
+	lane->metric_plus_one = TB_MAX_METRICS + 1;
 	lane->counts[k] += 1;
 	lane->dirty = 1;
 	take_folds(f, cur);
 	assert_int_equal(ring_bad(&f->c.slots[0]), 3);
-	lane->metric1 = id1 + 1u;
+	lane->metric_plus_one = id1 + 1u;
 	lane->counts[k] += UINT64_C(1) << 41;
 	lane->dirty = 1;
 	take_folds(f, cur);
@@ -206,10 +206,10 @@ static void a_freed_slot_has_its_folds_taken_and_its_lanes_reset(void **state)
 	f->p = NULL;
 	housekeep(f);
 	assert_int_equal(tb_seg_slot(&f->c.seg, 0)->state, TB_SLOT_FREE);
-	int h = f->c.drainers[0].open_half;
+	int h = f->c.drainers[0].open_bank;
 	assert_int_equal(f->c.drainers[0].counts[h][tb_metric_id(f->m[1])].folded, 30);
 	const tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
-	assert_int_equal(lane->metric1, 0);
+	assert_int_equal(lane->metric_plus_one, 0);
 	assert_int_equal(lane->counts[tb_fold_index(900)], 0);
 	assert_int_equal(lane->taken[tb_fold_index(900)], 0);
 	assert_int_equal(lane->dirty, 0);

@@ -1,7 +1,7 @@
-/* test_join.c - pairing START and END halves in the bounded join table.
+/* test_join.c - pairing START and END events in the bounded join table.
  *
  * The table is checked from the outside only: an entry is "findable" when its
- * other half matches it with the right latency. Dense tables (7/8 full, the
+ * partner matches it with the right latency. Dense tables (7/8 full, the
  * load limit) make every key share one long probe cluster, so deleting any
  * key deletes from the middle of somebody's probe chain. The long random runs
  * compare every result with a plain per-key model and use a fixed-seed
@@ -170,7 +170,7 @@ static void a_replaced_half_is_parked_again_at_the_newer_time(void **state)
 	tb_join_free(&j);
 }
 
-/* 10 rounds of 10k keys: 100k START/END pairs, each round's 20k halves in a
+/* 10 rounds of 10k keys: 100k START/END pairs, each round's 20k events in a
  * random order, on consecutive sequences (the hash's hard case). */
 #define ROUNDS 10
 #define ROUND_KEYS 10000
@@ -256,7 +256,7 @@ static void expire_removes_halves_older_than_the_timeout_and_names_them(void **s
 	assert_int_equal(log.starts[3] + log.ends[3] + log.starts[4] + log.ends[4], 0);
 	assert_int_equal(j.used, 2);
 
-	/* the expired halves are gone: their other halves park */
+	/* the expired events are gone: their partners park */
 	assert_int_equal(tb_join_end(&j, 1, 10, 50, 1500, &lat), TB_JOIN_PARKED);
 	assert_int_equal(tb_join_start(&j, 2, 20, 1, 1500, &lat), TB_JOIN_PARKED);
 	tb_join_free(&j);
@@ -332,7 +332,7 @@ static void full_table_refuses_new_keys_and_keeps_the_parked_ones(void **state)
 		assert_int_equal(tb_join_end(&j, 2, s, 0, 0, &lat), TB_JOIN_FULL);
 	}
 	assert_int_equal(j.used, SMALL_MAX_USED);
-	/* a full table still takes a repeat of a parked half */
+	/* a full table still takes a repeat of a parked event */
 	assert_int_equal(tb_join_start(&j, 1, 0, 0, 0, &lat), TB_JOIN_PARKED);
 	assert_int_equal(j.duplicates, 1);
 	match_keys(&j, SMALL_MAX_USED, 0);

@@ -363,7 +363,7 @@ static void test_fold_lanes(void **state)
 	for (uint32_t k = 0; k < RING_EVENTS; k++)
 		tb_span(f->p, f->m, 1, 2);
 	for (uint32_t k = 0; k < TB_FOLD_DEFAULT_LANES; k++)
-		assert_int_equal(lane_of(f, k)->metric1, 0);
+		assert_int_equal(lane_of(f, k)->metric_plus_one, 0);
 	const uint64_t t = UINT64_C(1) << 50, big = (uint64_t)TB_FOLD_HIGHEST;
 	const uint64_t durations[] = {0, 1, 255, 256, 257, 1000, 123456789, big};
 	for (size_t k = 0; k < sizeof(durations) / sizeof(durations[0]); k++)
@@ -374,7 +374,7 @@ static void test_fold_lanes(void **state)
 	tb_span(f->p, f->m, t, t + big + 1);   /* past the highest */
 	tb_span(f->p, f->m, t, t + 2 * big);   /* ... */
 	const tb_fold_lane *l = lane_of(f, 0);
-	assert_int_equal(l->metric1, tb_metric_id(f->m) + 1);
+	assert_int_equal(l->metric_plus_one, tb_metric_id(f->m) + 1);
 	assert_int_equal(l->dirty, 1);
 	assert_int_equal(l->negative, 2);
 	assert_int_equal(l->clamped, 2);
@@ -399,7 +399,7 @@ static void test_fold_lanes(void **state)
 		tb_span(f->p, more[k], t, t + 50 + k);
 	}
 	for (uint32_t k = 1; k < TB_FOLD_DEFAULT_LANES; k++) {
-		assert_int_equal(lane_of(f, k)->metric1, tb_metric_id(more[k - 1]) + 1);
+		assert_int_equal(lane_of(f, k)->metric_plus_one, tb_metric_id(more[k - 1]) + 1);
 		assert_int_equal(lane_of(f, k)->counts[50 + k - 1], 1);
 	}
 	expect_stats(f->p, RING_EVENTS, 1, 13 + TB_FOLD_DEFAULT_LANES - 1);

@@ -69,7 +69,7 @@ static void *read_heap(void *arg)
 	return NULL;
 }
 
-/* A heap written one and a half times over: the oldest intervals leave the live area
+/* A heap written one and a bank times over: the oldest intervals leave the live area
  * (of a busy metric and of a quiet one alike), every one left reads whole
  * and decodes to its count, and a reader copying meanwhile never takes a
  * frame that was being overwritten. */

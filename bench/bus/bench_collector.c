@@ -31,7 +31,7 @@
  *           1 s intervals its ms are the collector's ms of CPU per second.
  *           Its thread CPU time is reported too (cpu_ms): on a shared
  *           machine the wall time includes turns another process had.
- *           The first close of each half of the series is reported apart
+ *           The first close of each bank of the series is reported apart
  *           (close_first): it is the one that faults the counts' pages in.
  *           Each close's minor page faults (getrusage) are reported too:
  *           unlike its ms they do not depend on what else runs.
@@ -386,7 +386,7 @@ int main(int argc, char **argv)
 		teardown(&k);
 		return 1;
 	}
-	/* Warm-up: the first close of each half of the series (cur, cur ^ 1)
+	/* Warm-up: the first close of each bank of the series (cur, cur ^ 1)
 	 * resets, and so commits, every page of its counts up to its highest
 	 * value; timed apart, as a one-off. */
 	int status = 0;
@@ -435,7 +435,7 @@ int main(int argc, char **argv)
 	       capacity, DRAIN_METRICS, drain_series, min_ms, runs);
 	printf("# close: %d rings x %d metrics, %u series, %u events per interval, writer %s "
 	       "(%" PRIu64 " appends, %" PRIu64 " waited for a buffer); %d intervals after the "
-	       "first close of each half (close_first)\n",
+	       "first close of each bank (close_first)\n",
 	       CLOSE_RINGS, CLOSE_METRICS, close_series, CLOSE_RINGS * (capacity - 1), backend,
 	       ws.appends, ws.buffer_waits, runs);
 	const char *fmt = tsv ? "%s\t%s\t%.3f\t%.3f\t%.3f\t%.1f\n"

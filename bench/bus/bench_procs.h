@@ -47,8 +47,8 @@
 #define BENCH_PROCS_MAX 64
 #define BENCH_CACHELINE 64
 /* Events per paced batch: at 1 M events/s one batch every 64 us, at 100 M/s
- * every 0.64 us, where the batch's one clock read (~30 ns on a VM) is still
- * small beside its events. */
+ * every 0.64 us, where the batch's one clock read (tens of ns) is still small
+ * beside its events. */
 #define BENCH_PACE_BATCH 64
 /* From "all ready" to the first event: time for every worker to see it. */
 #define BENCH_START_DELAY_NS 20000000

@@ -25,7 +25,7 @@
  * own.
  *
  * Consumer: one process pinned to --consumer-cpu (default 1), in
- * tailbusd's loop (tb_collector_run, tb_collector_poll_pass): a pass reads
+ * tailbusd's loop (tb_collector_run, tb_collector_pass_paced): a pass reads
  * the clock, then visits TB_SEG_DEFAULT_SLOTS rings (those without a
  * producer stay empty, one index load each as a free slot's state is);
  * a ring that does not hold a whole batch is left alone but every
@@ -44,13 +44,11 @@
  * the consumer spins on its own clock for --backoff-ns B (default the
  * collector's) before the next pass. A caught-up consumer that visits
  * again at once pulls the event line being written away from the producer
- * on every pass, which slows a producer at full speed
- * 10-30 times (seen attempting 17-34 M events/s instead of ~500 M/s); the
- * slowed producer is then easy to keep up with, so a consumer as cheap as
- * a copy stays caught up for good: a second, stable state. Without the
- * back-off the ceiling fell into it in most runs on a shared machine, below
- * tailbusd's own rate, and tailbusd (before it backed off too) did so
- * after a producer was preempted. The back-off never delays a pass while
+ * on every pass, which slows a producer at full speed many times over
+ * (bench/JOURNAL.md); the slowed producer is then easy to keep up with, so
+ * a consumer as cheap as a copy stays caught up for good: a second, stable
+ * state, below tailbusd's own rate. The back-off keeps both consumers out
+ * of it. The back-off never delays a pass while
  * the producers are ahead (every pass then takes a whole batch), so the
  * figure is the copy at tailbusd's cadence; --backoff-ns 0 gives the bare
  * loop, to see the other state. It runs until the producers have finished
@@ -212,7 +210,7 @@ static int producer_main(const void *arg, struct bench_procs *ctl, int i)
 /* ---- consumer ---- */
 
 /* Copy out what ring i holds, a batch at most; returns the events copied.
- * As tb_collector_poll_pass does (whole_only), a ring that does not hold a
+ * As tb_collector_pass_paced does (whole_only), a ring that does not hold a
  * whole batch, by the lap bit of the batch's last event, is left alone
  * unless its short read is due (*partial_after, CEIL_PARTIAL_NS after the
  * last); at the end every ring is read to its end. */
@@ -257,7 +255,7 @@ struct pass_stats {
 	uint64_t passes, short_passes, visits, full_visits;
 };
 
-/* One pass, as tb_collector_poll_pass: the clock read it stamps the pass
+/* One pass, as tb_collector_pass_paced: the clock read it stamps the pass
  * with, then every slot. Returns the events copied; *full: whether some ring
  * gave a whole batch. */
 static uint64_t consume_pass(const struct ceiling *o, uint64_t *tails, int64_t *partial_after,

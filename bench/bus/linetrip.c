@@ -11,10 +11,11 @@
  * median, min and max over rounds of the nanoseconds one trip took (two
  * line transfers, each a write on one CPU followed by a read on the other).
  *
- * Between cores that share a cache the figure is tens of ns; between this
- * VM's two vCPUs it has been 400-600. Every line of a ring crosses between
- * the two once a pass, and its index lines more often. It does not by itself
- * say how fast a ring goes: runs with the same round trip have differed 2x.
+ * Between cores that share a cache the figure is tens of ns, between
+ * sockets or virtual CPUs it can be ten times more (bench/bus/RESULTS.md has
+ * this machine's). Every line of a ring crosses between the two once a pass,
+ * and its index lines more often. It does not by itself say how fast a ring
+ * goes: other load on the machine moves the ring's rate as much.
  */
 #include <pthread.h>
 #include <stdalign.h>

@@ -11,7 +11,7 @@
  * for the collector. When the ring is full a SPAN is folded, on the cold
  * path, into a small histogram of the thread's slot (seg_abi.h, fold lanes)
  * that the collector adds to the interval: counted at its value, at 2
- * significant digits, not lost. What cannot be folded (START and END halves,
+ * significant digits, not lost. What cannot be folded (START and END events,
  * a metric past the slot's lanes, a segment without lanes) is dropped and
  * counted exactly (tb_producer_stats, and the collector's health log).
  *
@@ -113,7 +113,7 @@ typedef struct tb_producer {
 	 * each holds as this thread took it (1 + id; 0: free) */
 	tb_fold_lane *folds;
 	uint32_t fold_lanes;
-	uint32_t fold_metric1[TB_FOLD_LANES_MAX];
+	uint32_t fold_metric_plus_one[TB_FOLD_LANES_MAX];
 	uint64_t folded;
 	uint64_t *shared_folded; /* the slot's counter, or &folded for a no-op handle */
 } tb_producer;
@@ -237,7 +237,7 @@ static inline void tb_span(tb_producer *p, tb_metric_t m, uint64_t intended, uin
 	tb__emit(p, tb__span_field(intended, done) | m.bits, intended); /* TB_EV_SPAN is 0 */
 }
 
-/* The first half of a request seen on two threads (or processes): it entered
+/* The start of a request seen on two threads (or processes): it entered
  * at `intended`. The collector joins it with the tb_end of the same
  * (metric, seq); seq is taken modulo 2^47. */
 static inline void tb_start(tb_producer *p, tb_metric_t m, uint64_t seq, uint64_t intended)
@@ -245,7 +245,7 @@ static inline void tb_start(tb_producer *p, tb_metric_t m, uint64_t seq, uint64_
 	tb__emit(p, (seq << TB_FIELD_SHIFT) | m.bits | TB_EV_START, intended);
 }
 
-/* The second half: request `seq` of metric m completed at `done`. */
+/* Its end: request `seq` of metric m completed at `done`. */
 static inline void tb_end(tb_producer *p, tb_metric_t m, uint64_t seq, uint64_t done)
 {
 	tb__emit(p, (seq << TB_FIELD_SHIFT) | m.bits | TB_EV_END, done);

@@ -208,7 +208,7 @@ typedef struct tb_live_interval {
 	/* ABI 4: what the sidecar's metric row counts beside `count`: of it,
 	 * completions before their intended time (recorded as 0) and events
 	 * counted in this interval though they completed in an earlier one;
-	 * and START or END halves that never met their other half */
+	 * and START or END events that never met their partner */
 	uint64_t negative, late, unmatched_start, unmatched_end;
 } tb_live_interval;
 TB_STATIC_ASSERT(sizeof(tb_live_interval) == 144, "live interval record size");
@@ -314,7 +314,7 @@ typedef struct tb_seg_header {
 	uint32_t pending_lines; /* the interval being written has log lines */
 	/* ABI 4.1: the start of the interval the collector is writing, whose
 	 * accounts are the slots' *_next fields (0: none); and START or END
-	 * halves counted in the slots' logged_head while they wait in the
+	 * events counted in the slots' logged_head while they wait in the
 	 * collector's join table (lost with it), now and once that interval is
 	 * written */
 	alignas(TB_CACHELINE) int64_t pending_start_ns;
@@ -348,7 +348,7 @@ TB_STATIC_ASSERT(offsetof(tb_seg_header, collector_heartbeat_ns) % TB_CACHELINE 
  * unused. `size` and `mask` are the capacity and capacity - 1, written only
  * when the ring is reset: a collector that finds them changed knows the ring
  * was scribbled on. The layout is that of Concurrency Kit's ck_ring_t with
- * 64-byte lines, which this header used to name; the offsets are fixed below
+ * 64-byte lines (the protocol is tailbus's own); the offsets are fixed below
  * so that segments read the same whichever side was built with which. */
 typedef struct tb_ring_header {
 	uint32_t c_head; /* the collector's */
@@ -390,7 +390,7 @@ static inline void tb_ring_header_init(tb_ring_header *r, uint32_t capacity, uin
  * `negative`, one above TB_FOLD_HIGHEST at it and in `clamped`, as the
  * collector records such events from the ring.
  *
- * Only the producer writes `metric1`, `negative`, `clamped` and `counts`,
+ * Only the producer writes `metric_plus_one`, `negative`, `clamped` and `counts`,
  * with plain stores, and they only grow; only the collector writes the
  * `*_taken` fields and `taken`: how much of each it has recorded, kept
  * here so that a collector that restarts neither repeats nor loses what
@@ -409,7 +409,7 @@ static inline void tb_ring_header_init(tb_ring_header *r, uint32_t capacity, uin
 
 typedef struct tb_fold_lane {
 	/* the producer's */
-	alignas(TB_CACHELINE) uint32_t metric1; /* 1 + the metric id; 0 while the lane is free */
+	alignas(TB_CACHELINE) uint32_t metric_plus_one; /* 1 + the metric id; 0 while the lane is free */
 	uint32_t reserved;
 	uint64_t negative;
 	uint64_t clamped;

@@ -12,7 +12,7 @@
  *   byte 0      bit 0: the lane (0 or 1); bit 1: mark it dirty; bit 2: read
  *               every lane, dirty or not; bits 3-4: its metric: registered
  *               m0, registered m1, an id no one registered, byte 1 as it is
- *   byte 1      a raw metric1 (bits 3-4 = 3)
+ *   byte 1      a raw metric_plus_one (bits 3-4 = 3)
  *   then        records of 11 bytes: a count index (2 bytes, little-endian,
  *               taken modulo TB_FOLD_COUNTS + 2, the last two standing for
  *               `negative` and `clamped`), a field (1 byte: bit 0 `taken`,
@@ -61,7 +61,7 @@ static void init(void)
 	slot->pid = getpid();
 	slot->pid_start_time = tb_proc_start_time(getpid());
 	__atomic_store_n(&slot->state, TB_SLOT_LIVE, __ATOMIC_RELEASE);
-	tb_collector_drain_pass(&coll);
+	tb_collector_pass_all(&coll);
 	FUZZ_CHECK(coll.slots[0].followed, "slot 0 followed\n");
 	ready = true;
 }
@@ -109,14 +109,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * what this input wrote */
 	tb_seg_folds_reset(&coll.seg, 0);
 	tb_fold_lane *lane = tb_seg_fold_lane(&coll.seg, 0, flags & 1);
-	uint32_t metric1;
+	uint32_t metric_plus_one;
 	switch ((flags >> 3) & 3) {
-	case 0: metric1 = metric_id[0] + 1; break;
-	case 1: metric1 = metric_id[1] + 1; break;
-	case 2: metric1 = 15 + 1; break; /* within the table, never registered */
-	default: metric1 = data[1] * 0x01010101u; break;
+	case 0: metric_plus_one = metric_id[0] + 1; break;
+	case 1: metric_plus_one = metric_id[1] + 1; break;
+	case 2: metric_plus_one = 15 + 1; break; /* within the table, never registered */
+	default: metric_plus_one = data[1] * 0x01010101u; break;
 	}
-	lane->metric1 = metric1;
+	lane->metric_plus_one = metric_plus_one;
 	for (size_t at = HEADER_BYTES; at + RECORD_BYTES <= size; at += RECORD_BYTES) {
 		uint32_t i = (uint32_t)(data[at] | data[at + 1] << 8) % (TB_FOLD_COUNTS + 2);
 		uint8_t how = data[at + 2];
@@ -143,8 +143,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				ok = false;
 		}
 	}
-	uint16_t m = (uint16_t)(metric1 - 1);
-	bool known = metric1 == metric_id[0] + 1 || metric1 == metric_id[1] + 1;
+	uint16_t m = (uint16_t)(metric_plus_one - 1);
+	bool known = metric_plus_one == metric_id[0] + 1 || metric_plus_one == metric_id[1] + 1;
 	bool read = lane->dirty || (flags & 4);
 	/* the series stay far from any overflow: each input starts them empty */
 	for (uint32_t k = 0; k < coll.nseries; k++)

@@ -75,7 +75,7 @@ static void check_rejection(const tb_log_reader *r, int rc, size_t bad_before)
 		   r->bad_lines);
 }
 
-/* The merge of the intervals read so far, as tools/replay.c keeps it. */
+/* The merge of the intervals read so far, as tailbus replay keeps it (lib/log_merge.c). */
 struct merge {
 	tb_hist h;
 	int64_t expected_total;

@@ -99,7 +99,7 @@ static void after_decode(int rc, const char *why, const tb_hist *h, const char *
 {
 	if (rc < 0) {
 		check_refusal(rc, why, decoder);
-		/* a refused input leaves `out` empty or as it was, never half-filled */
+		/* a refused input leaves `out` empty or as it was, never bank-filled */
 		if (h->counts)
 			fuzz_check_hist(h);
 		return;

@@ -37,7 +37,7 @@
  *   - every event read is accounted for: recorded, parked or counted as
  *     bad (unregistered metric, unknown kind);
  *   - every series histogram, its bounds settled as the close settles them
- *     (tb_collector_settle_bounds), keeps hist.h's promises (fuzz_check.h)
+ *     (tb_series_settle_bounds), keeps hist.h's promises (fuzz_check.h)
  *     and its min_raw lies at its lowest non-zero count above value 0.
  */
 #include <stdbool.h>
@@ -87,11 +87,11 @@ static uint64_t counted(size_t field)
 
 /* Every event read is accounted for. The input says which were SPANs of a
  * registered metric (each recorded once), which were bad (counted), and
- * which were START or END halves: two per match (recorded once), one per
- * half still parked, refused for want of room, or replaced by a duplicate. */
+ * which were START or END events: two per match (recorded once), one per
+ * one still parked, refused for want of room, or replaced by a duplicate. */
 static void check_accounts(uint32_t start, uint32_t n, uint64_t dup_before)
 {
-	uint64_t spans = 0, bad = 0, halves = 0;
+	uint64_t spans = 0, bad = 0, start_end = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		uint64_t w0 = w0_before[k];
 		if ((w0 & TB_LAP_BIT) != tb_lap_bit(start + k, tb_seg_ring_log2(&coll.seg))) {
@@ -107,7 +107,7 @@ static void check_accounts(uint32_t start, uint32_t n, uint64_t dup_before)
 		else if (kind == TB_EV_SPAN)
 			spans++;
 		else
-			halves++;
+			start_end++;
 	}
 	uint64_t recorded = counted(offsetof(tb_metric_counts, events));
 	FUZZ_CHECK((coll.slots[0].tally[0].bad_events + coll.slots[0].tally[1].bad_events) == bad, "%llu bad events counted, %llu read\n",
@@ -117,18 +117,18 @@ static void check_accounts(uint32_t start, uint32_t n, uint64_t dup_before)
 	uint64_t matched = recorded - spans;
 	uint64_t left = coll.join.used + counted(offsetof(tb_metric_counts, unmatched_start)) +
 			counted(offsetof(tb_metric_counts, unmatched_end)) + coll.join.duplicates - dup_before;
-	FUZZ_CHECK(halves == 2 * matched + left, "%llu halves read: %llu matched, %llu left\n",
-		   (unsigned long long)halves, (unsigned long long)matched, (unsigned long long)left);
+	FUZZ_CHECK(start_end == 2 * matched + left, "%llu START/END events read: %llu matched, %llu left\n",
+		   (unsigned long long)start_end, (unsigned long long)matched, (unsigned long long)left);
 }
 
-/* Both halves of every series, settled: the drain's fast path leaves the
+/* Both banks of every series, settled: the drain's fast path leaves the
  * bounds to the close. */
 static void check_series(void)
 {
-	for (int half = 0; half < 2; half++) {
-		tb_series_settle_bounds(&coll, half);
+	for (int bank = 0; bank < 2; bank++) {
+		tb_series_settle_bounds(&coll, bank);
 		for (uint32_t k = 0; k < coll.nseries; k++) {
-			const tb_hist *h = &coll.series[k].hist[half];
+			const tb_hist *h = &coll.series[k].hist[bank];
 			fuzz_check_hist(h); /* bounds too: they come from settle here */
 		}
 	}
@@ -160,7 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tb_slot_tables tables = f->t;
 	memset(f, 0, sizeof(*f));
 	f->t = tables;
-	tb_collector_fold_events(&coll); /* none left for this input's counts */
+	tb_collector_flush_fast(&coll); /* none left for this input's counts */
 	memset(coll.drainers[0].counts[0], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
 	memset(coll.drainers[0].counts[1], 0, seg->layout.metric_capacity * sizeof(tb_metric_counts));
 	tb_join_expire(&coll.join, INT64_MAX - coll.join.timeout_ns, NULL, NULL);
@@ -213,8 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	uint64_t dup_before = coll.join.duplicates;
 	for (int pass = 0; pass < 3; pass++)
-		tb_collector_drain_pass(&coll);
-	tb_collector_fold_events(&coll);
+		tb_collector_pass_all(&coll);
+	tb_collector_flush_fast(&coll);
 	check_series();
 	if (state == TB_SLOT_LIVE) {
 		FUZZ_CHECK(f->followed, "a LIVE slot is followed on the first pass\n");
