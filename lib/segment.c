@@ -100,6 +100,40 @@ size_t tb_seg_size(const tb_seg_config *c)
 	return tb_seg_layout(c, &h) == 0 ? h.total_size : 0;
 }
 
+uint64_t tb_seg_need(const tb_seg_config *c, size_t page)
+{
+	tb_seg_header h;
+	int rc = tb_seg_layout(c, &h);
+	if (rc == -EOVERFLOW)
+		return UINT64_MAX;
+	if (rc < 0)
+		return 0;
+	uint64_t unit = page ? page : (uint64_t)sysconf(_SC_PAGESIZE);
+	if (h.total_size > UINT64_MAX - unit)
+		return UINT64_MAX;
+	return (h.total_size + unit - 1) / unit * unit;
+}
+
+int tb_seg_fits(const char *dir, const tb_seg_config *c, uint64_t *need, uint64_t *room)
+{
+	char dirs[TB_SEG_DIRS_MAX][TB_SEG_PATH_MAX];
+	size_t pages[TB_SEG_DIRS_MAX];
+	int n = tb_seg_dirs(dir, dirs, pages);
+	*need = 0;
+	*room = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t want = tb_seg_need(c, pages[i]), have = tb_seg_room(dirs[i], pages[i]);
+		bool fits = want <= have && want != UINT64_MAX;
+		if (i == 0 || fits || have > *room) {
+			*need = want;
+			*room = have;
+		}
+		if (fits)
+			return 0;
+	}
+	return -ENOMEM;
+}
+
 static int fail(const char **why, const char *sentence, int rc)
 {
 	if (why)
