@@ -155,12 +155,13 @@ emit() { # bus, then tb_emit args: tb_emit on the bus of start_collector
 	TAILBUS_DIR="$tmp/$bus/seg" "$TB_EMIT" --bus "$bus" "$@"
 }
 
-# logged_as_sent BUS: every metric tb_emit --expect wrote to $tmp/BUS/gexp is
-# in the bus's logs with the count, p99 and max it sent (exactly)
+# logged_as_sent BUS [EXPECT]: every metric tb_emit --expect wrote to EXPECT
+# (default $tmp/BUS/gexp) is in the bus's logs with the count, p99 and max it
+# sent (exactly)
 logged_as_sent() {
-	local bus=$1
+	local bus=$1 expect=${2:-$tmp/$1/gexp}
 	"$TAILBUS" replay "$tmp/$bus"/log/*.hlog --format json >"$tmp/$bus/r.json" 2>/dev/null || true
-	python3 - "$tmp/$bus/r.json" "$tmp/$bus/gexp" <<'PY'
+	python3 - "$tmp/$bus/r.json" "$expect" <<'PY'
 import json, sys
 got = {t["tag"]: t for t in json.load(open(sys.argv[1]))["tags"]}
 for line in open(sys.argv[2]):
@@ -169,4 +170,14 @@ for line in open(sys.argv[2]):
     if not t or t["count"] != int(total) or t["p99"] != int(p99) or t["max"] != int(mx):
         sys.exit("  %s: log %s, sent total %s p99 %s max %s" % (name, t, total, p99, mx))
 PY
+}
+
+# need_root: 0 as root; else says so and fails, or is skipped (77, where the
+# script sets check_skip_status=77) when TAILBUS_ALLOW_NO_ROOT=1
+need_root() {
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "  needs root"
+		[[ ${TAILBUS_ALLOW_NO_ROOT:-0} == 1 ]] && return 77
+		return 1
+	fi
 }
