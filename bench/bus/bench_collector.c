@@ -44,8 +44,11 @@
  *   bench_collector [--runs R] [--min-ms MS] [--tsv]
  * Single-operation mode, for callgrind with --toggle-collect on
  * tb_collector_drain_all or tb_collector_close_interval (so the untimed fill
- * is not counted): N fill+drain cycles, or N intervals.
- *   bench_collector --op drain|close --iters N
+ * is not counted): N fill+drain cycles, or N intervals. drain_many is drain
+ * over DRAIN_MANY_RINGS rings, each filled as drain's one: its instructions
+ * per event beside drain's say whether the drain's cost per event depends on
+ * how many rings it serves.
+ *   bench_collector --op drain|drain_many|close --iters N
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -63,10 +66,11 @@
 #define COLL_BUS "bench-coll"
 #define COLL_VALUES 4096 /* precomputed latencies, a power of two */
 #define DRAIN_RINGS 1
+#define DRAIN_MANY_RINGS 13 /* drain_many: the 13-producer case */
 #define DRAIN_METRICS 4
 #define CLOSE_RINGS 8
 #define CLOSE_METRICS 64
-#define COLL_MAX_RINGS CLOSE_RINGS
+#define COLL_MAX_RINGS DRAIN_MANY_RINGS
 #define COLL_MAX_METRICS CLOSE_METRICS
 #define PRODUCER_CPU 0  /* as flood in the cross-process test */
 #define COLLECTOR_CPU 1  /* as tailbusd --cpu 1 */
@@ -307,27 +311,31 @@ static int usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--runs R] [--min-ms MS] [--tsv]\n"
-		"       %s --op drain|close --iters N\n",
+		"       %s --op drain|drain_many|close --iters N\n",
 		argv0, argv0);
 	return 2;
 }
 
-/* The operations run_only takes: drain 0, close 1, anything else -1. */
+/* The operations run_only takes: drain 0, close 1, drain_many 2, anything
+ * else -1. */
 static int op_index(const char *name)
 {
-	return strcmp(name, "drain") == 0 ? 0 : strcmp(name, "close") == 0 ? 1 : -1;
+	return strcmp(name, "drain") == 0 ? 0 : strcmp(name, "close") == 0 ? 1
+	       : strcmp(name, "drain_many") == 0 ? 2 : -1;
 }
 
 static int run_only(const char *op, uint64_t iters)
 {
 	static struct coll_bench b;
 	const char *why = "unknown error";
-	bool drain = strcmp(op, "drain") == 0;
-	int rc = setup(&b, drain ? DRAIN_RINGS : CLOSE_RINGS, drain ? DRAIN_METRICS : CLOSE_METRICS,
-		       &why);
+	bool many = strcmp(op, "drain_many") == 0;
+	bool drain = many || strcmp(op, "drain") == 0;
+	int rc = setup(&b, many ? DRAIN_MANY_RINGS : drain ? DRAIN_RINGS : CLOSE_RINGS,
+		       drain ? DRAIN_METRICS : CLOSE_METRICS, &why);
 	for (uint64_t i = 0; rc == 0 && i < iters; i++) {
 		if (drain) {
-			fill(&b, 0);
+			for (int r = 0; r < b.nrings; r++)
+				fill(&b, r);
 			tb_collector_drain_all(&b.c);
 		} else if (interval_prepare(&b) < 0 ||
 			   tb_collector_close_interval(&b.c, b.c.cfg.interval_ns) < 0) {
