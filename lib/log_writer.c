@@ -45,13 +45,25 @@ static int appendf(char *buf, size_t cap, size_t *o, const char *s)
 	return 0;
 }
 
-int tb_log_format_header(char *buf, size_t cap, const char *comment, double start_time_sec,
-			 double base_time_sec)
+/* Every line of `lines` begins with '#' and ends with a newline. */
+static bool comment_lines_valid(const char *lines)
+{
+	for (const char *p = lines; *p; p = strchr(p, '\n') + 1) {
+		if (*p != '#' || !strchr(p, '\n'))
+			return false;
+	}
+	return true;
+}
+
+int tb_log_format_header_lines(char *buf, size_t cap, const char *comment, const char *lines,
+			       double start_time_sec, double base_time_sec)
 {
 	char line[4 * NUM_BUF + HEADER_LINE_MAX], start[NUM_BUF], base[NUM_BUF], date[NUM_BUF];
 	size_t o = 0;
 	int rc = 0;
 	if (comment && (strpbrk(comment, "]\r\n") || strlen(comment) + 4 > HEADER_LINE_MAX))
+		return -EINVAL;
+	if (lines && !comment_lines_valid(lines))
 		return -EINVAL;
 	time_t secs = (time_t)start_time_sec;
 	struct tm tm;
@@ -63,6 +75,8 @@ int tb_log_format_header(char *buf, size_t cap, const char *comment, double star
 		snprintf(line, sizeof(line), "#[%s]\n", comment);
 		rc |= appendf(buf, cap, &o, line);
 	}
+	if (lines)
+		rc |= appendf(buf, cap, &o, lines);
 	rc |= appendf(buf, cap, &o, "#[Histogram log format version " TB_LOG_FORMAT_VERSION "]\n");
 	snprintf(line, sizeof(line), "#[StartTime: %s (seconds since epoch), %s]\n", start, date);
 	rc |= appendf(buf, cap, &o, line);
@@ -74,47 +88,88 @@ int tb_log_format_header(char *buf, size_t cap, const char *comment, double star
 	return rc ? -ENOSPC : (int)o;
 }
 
+int tb_log_format_header(char *buf, size_t cap, const char *comment, double start_time_sec,
+			 double base_time_sec)
+{
+	return tb_log_format_header_lines(buf, cap, comment, NULL, start_time_sec, base_time_sec);
+}
+
 size_t tb_log_line_bound(const tb_hist *h)
 {
 	return LINE_OVERHEAD + tb_base64_encoded_len(tb_v2_frame_bound(h));
+}
+
+size_t tb_log_line_base64_bound(size_t payload_len)
+{
+	return LINE_OVERHEAD + payload_len;
+}
+
+/* The optional tag and the three numeric fields, each followed by a comma,
+ * at buf + *o; max_field is the third field as written. 0 or a negative
+ * errno. */
+static int format_fields(char *buf, size_t cap, size_t *o, const char *tag, double start_rel_sec,
+			 double length_sec, double max_field)
+{
+	char start[NUM_BUF], len[NUM_BUF], max[NUM_BUF];
+	int rc = 0;
+	if (tag && *tag) {
+		if (!tb_log_tag_valid(tag))
+			return -EINVAL;
+		rc |= appendf(buf, cap, o, "Tag=");
+		rc |= appendf(buf, cap, o, tag);
+		rc |= appendf(buf, cap, o, ",");
+	}
+	tb_fmt_java_fixed(start, sizeof(start), start_rel_sec, 0, LOG_TIMESTAMP_DIGITS);
+	tb_fmt_java_fixed(len, sizeof(len), length_sec, 0, LOG_TIMESTAMP_DIGITS);
+	tb_fmt_java_fixed(max, sizeof(max), max_field, 0, LOG_TIMESTAMP_DIGITS);
+	rc |= appendf(buf, cap, o, start);
+	rc |= appendf(buf, cap, o, ",");
+	rc |= appendf(buf, cap, o, len);
+	rc |= appendf(buf, cap, o, ",");
+	rc |= appendf(buf, cap, o, max);
+	rc |= appendf(buf, cap, o, ",");
+	return rc ? -ENOSPC : 0;
+}
+
+/* The newline and NUL that end a line of length o. */
+static int end_line(char *buf, size_t cap, size_t o)
+{
+	if (o + 2 > cap)
+		return -ENOSPC;
+	buf[o++] = '\n';
+	buf[o] = '\0';
+	return (int)o;
 }
 
 int tb_log_format_line_frame(char *buf, size_t cap, const char *tag, double start_rel_sec,
 			     double length_sec, int64_t max_value, const uint8_t *frame,
 			     size_t frame_len)
 {
-	char start[NUM_BUF], len[NUM_BUF], max[NUM_BUF];
-	size_t o = 0;
-	int rc = 0;
-	if (tag && *tag) {
-		if (!tb_log_tag_valid(tag))
-			return -EINVAL;
-		rc |= appendf(buf, cap, &o, "Tag=");
-		rc |= appendf(buf, cap, &o, tag);
-		rc |= appendf(buf, cap, &o, ",");
-	}
-	tb_fmt_java_fixed(start, sizeof(start), start_rel_sec, 0, LOG_TIMESTAMP_DIGITS);
-	tb_fmt_java_fixed(len, sizeof(len), length_sec, 0, LOG_TIMESTAMP_DIGITS);
-	tb_fmt_java_fixed(max, sizeof(max), (double)max_value / TB_LOG_MAX_UNIT_RATIO, 0,
-			  LOG_TIMESTAMP_DIGITS);
-	rc |= appendf(buf, cap, &o, start);
-	rc |= appendf(buf, cap, &o, ",");
-	rc |= appendf(buf, cap, &o, len);
-	rc |= appendf(buf, cap, &o, ",");
-	rc |= appendf(buf, cap, &o, max);
-	rc |= appendf(buf, cap, &o, ",");
-	if (rc)
-		return -ENOSPC;
-	size_t b64_len;
+	size_t o = 0, b64_len;
+	int rc = format_fields(buf, cap, &o, tag, start_rel_sec, length_sec,
+			       (double)max_value / TB_LOG_MAX_UNIT_RATIO);
+	if (rc < 0)
+		return rc;
 	rc = tb_base64_encode(frame, frame_len, buf + o, cap - o, &b64_len);
 	if (rc < 0)
 		return rc;
-	o += b64_len;
-	if (o + 2 > cap)
+	return end_line(buf, cap, o + b64_len);
+}
+
+int tb_log_format_line_base64(char *buf, size_t cap, const char *tag, double start_rel_sec,
+			      double length_sec, double max_field, const char *payload,
+			      size_t payload_len)
+{
+	size_t o = 0;
+	int rc = format_fields(buf, cap, &o, tag, start_rel_sec, length_sec, max_field);
+	if (rc < 0)
+		return rc;
+	if (memchr(payload, '\n', payload_len))
+		return -EINVAL;
+	if (payload_len > cap - o)
 		return -ENOSPC;
-	buf[o++] = '\n';
-	buf[o] = '\0';
-	return (int)o;
+	memcpy(buf + o, payload, payload_len);
+	return end_line(buf, cap, o + payload_len);
 }
 
 int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_sec,

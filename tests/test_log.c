@@ -43,6 +43,33 @@ static void header_has_every_line_in_order(void **state)
 	assert_int_equal(tb_log_format_header(buf, 40, NULL, T0, T0), -ENOSPC);
 }
 
+static void header_lines_go_after_the_comment(void **state)
+{
+	(void)state;
+	char buf[1024];
+	const char *lines = TB_OPEN_LOOP_MARK "\n#[env: hostname=h]\n";
+	int n = tb_log_format_header_lines(buf, sizeof(buf), "Written by tailbus replay", lines,
+					   T0, T0);
+	assert_true(n > 0);
+	assert_string_equal(buf,
+			    "#[Written by tailbus replay]\n"
+			    TB_OPEN_LOOP_MARK "\n"
+			    "#[env: hostname=h]\n"
+			    "#[Histogram log format version 1.3]\n"
+			    "#[StartTime: 1764525600.000 (seconds since epoch), Sun Nov 30 18:00:00 UTC 2025]\n"
+			    "#[BaseTime: 1764525600.000 (seconds since epoch)]\n"
+			    "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n");
+	char plain[1024];
+	assert_int_equal(tb_log_format_header_lines(buf, sizeof(buf), "c", "", T0, T0),
+			 tb_log_format_header(plain, sizeof(plain), "c", T0, T0));
+	assert_string_equal(buf, plain);
+	assert_int_equal(tb_log_format_header_lines(buf, sizeof(buf), NULL, "not a comment\n", T0,
+						    T0), -EINVAL);
+	assert_int_equal(tb_log_format_header_lines(buf, sizeof(buf), NULL, "#[no newline]", T0, T0),
+			 -EINVAL);
+	assert_int_equal(tb_log_format_header_lines(buf, 100, NULL, lines, T0, T0), -ENOSPC);
+}
+
 static void tags_with_separators_are_refused(void **state)
 {
 	(void)state;
@@ -76,6 +103,21 @@ static void line_has_length_in_field_two_and_max_in_ms(void **state)
 	assert_string_equal(line, expect);
 	assert_int_equal(tb_log_format_line(line, tb_log_line_bound(&h), "a,b", 0, 1, &h, 6, scratch,
 					    scap), -EINVAL);
+	/* the same line from the payload as read, with the max field as written */
+	size_t cap = tb_log_line_base64_bound(strlen(golden_b64));
+	char *again = malloc(cap);
+	n = tb_log_format_line_base64(again, cap, "fills", 12.5, 1.0, 100.008, golden_b64,
+				      strlen(golden_b64));
+	snprintf(expect, sizeof(expect), "Tag=fills,12.500,1.000,100.008,%s\n", golden_b64);
+	assert_int_equal(n, (int)strlen(expect));
+	assert_string_equal(again, expect);
+	n = tb_log_format_line_base64(again, cap, "", 0.0, 2.0, 100.008, golden_b64, 10);
+	assert_string_equal(again, "0.000,2.000,100.008,HISTFAAAAC\n");
+	assert_int_equal(tb_log_format_line_base64(again, cap, "a b", 0, 1, 1, "x", 1), -EINVAL);
+	assert_int_equal(tb_log_format_line_base64(again, cap, NULL, 0, 1, 1, "x\ny", 3), -EINVAL);
+	assert_int_equal(tb_log_format_line_base64(again, 20, NULL, 0, 1, 1, golden_b64,
+						   strlen(golden_b64)), -ENOSPC);
+	free(again);
 	free(scratch);
 	free(line);
 	tb_hist_free(&h);
@@ -588,6 +630,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(header_has_every_line_in_order),
+		cmocka_unit_test(header_lines_go_after_the_comment),
 		cmocka_unit_test(tags_with_separators_are_refused),
 		cmocka_unit_test(line_has_length_in_field_two_and_max_in_ms),
 		cmocka_unit_test(written_log_reads_back_with_tags_and_times),

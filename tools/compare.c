@@ -19,12 +19,13 @@
  *     other);
  *   - otherwise "no difference shown".
  *
- * Non-overlapping spreads are a permutation argument: if A and B were the
- * same, every ordering of the nA + nB runs would be equally likely, and the
- * spreads would separate by chance with probability 2 / C(nA + nB, nA)
- * (33% with 2 and 2 runs, 10% with 3 and 3, 0.8% with 5 and 5). compare
- * prints that chance, so two runs a side are not mistaken for proof; run the
- * configurations interleaved (A B A B ...) so drift hits both alike.
+ * Non-overlapping spreads are a permutation argument (tailbus/compare.h):
+ * if A and B were the same, every ordering of the nA + nB runs would be
+ * equally likely, and the spreads would separate by chance with probability
+ * 2 / C(nA + nB, nA) (33% with 2 and 2 runs, 10% with 3 and 3, 0.8% with 5
+ * and 5). compare prints that chance, so two runs a side are not mistaken for
+ * proof; run the configurations interleaved (A B A B ...) so drift hits both
+ * alike.
  *
  * A run's file may be "-" (standard input) or gzip'd (tb_log_load). Text
  * from the logs (tags, env values) is escaped for the terminal (tb_cli_text).
@@ -49,6 +50,7 @@
 
 #include "cli.h"
 #include "plot.h"
+#include "tailbus/compare.h"
 #include "tailbus/log.h"
 #include "tailbus/log_merge.h"
 #include "tailbus/report.h"
@@ -63,11 +65,6 @@
 static const char *const side_names[SIDES] = {"A", "B"};
 
 enum format { FMT_TEXT, FMT_JSON };
-
-enum verdict { V_A_FASTER, V_B_FASTER, V_NO_DIFFERENCE, V_SPREAD_UNKNOWN, V_TOO_FEW };
-
-static const char *const verdict_keys[] = {"a_faster", "b_faster", "no_difference",
-					   "spread_unknown", "too_few_samples"};
 
 struct options {
 	enum format format;
@@ -93,16 +90,10 @@ struct side {
 	size_t nruns;
 };
 
-/* One figure of one side over its runs. */
-struct spread {
-	double *values; /* per run, in run order */
-	double median, min, max;
-};
-
 struct figure {
-	struct spread side[SIDES];
+	tb_spread side[SIDES];
 	bool insufficient;
-	enum verdict verdict;
+	tb_verdict verdict;
 	double ratio; /* B median / A median; NAN when A's is 0 */
 };
 
@@ -169,53 +160,6 @@ static void free_sides(struct side *sides)
 	}
 }
 
-/* ---- the comparison ---- */
-
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Median, min and max of sp->values (n > 0); the values keep their order. */
-static int describe(struct spread *sp, size_t n)
-{
-	double *sorted = malloc(n * sizeof(*sorted));
-	if (!sorted)
-		return -ENOMEM;
-	memcpy(sorted, sp->values, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), by_value);
-	sp->median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
-	sp->min = sorted[0];
-	sp->max = sorted[n - 1];
-	free(sorted);
-	return 0;
-}
-
-static enum verdict judge(const struct figure *f, const size_t *nruns)
-{
-	if (nruns[0] < 2 || nruns[1] < 2)
-		return V_SPREAD_UNKNOWN;
-	if (f->insufficient)
-		return V_TOO_FEW;
-	if (f->side[0].max < f->side[1].min)
-		return V_A_FASTER;
-	if (f->side[1].max < f->side[0].min)
-		return V_B_FASTER;
-	return V_NO_DIFFERENCE;
-}
-
-/* Chance that the spreads separate when A and B are the same: 2 / C(a+b, a). */
-static double chance_separated(size_t a, size_t b)
-{
-	double c = 1.0;
-	for (size_t i = 1; i <= a; i++)
-		c = c * (double)(b + i) / (double)i;
-	return fmin(1.0, 2.0 / c);
-}
-
-/* The figures of one tag; values[s] has room for FIGURES * nruns[s]. */
-
 /* Where each side was measured (the first run's log header), and a warning
  * when the runs of a comparison come from different machines or builds. */
 static void print_env(FILE *out, const struct side *sides)
@@ -236,6 +180,9 @@ static void print_env(FILE *out, const struct side *sides)
 		fprintf(out, "warning: the runs were not all measured on the same machine and build\n");
 }
 
+/* ---- the comparison ---- */
+
+/* The figures of one tag; values[s] has room for FIGURES * nruns[s]. */
 static int compare_tag(const struct side *sides, size_t *tag_at[SIDES], struct figure *fig,
 		       double *values[SIDES], int64_t *totals[SIDES])
 {
@@ -256,11 +203,10 @@ static int compare_tag(const struct side *sides, size_t *tag_at[SIDES], struct f
 	}
 	for (int k = 0; k < FIGURES; k++) {
 		for (int s = 0; s < SIDES; s++) {
-			fig[k].side[s].values = values[s] + (size_t)k * nruns[s];
-			if (describe(&fig[k].side[s], nruns[s]) < 0)
+			if (tb_spread_of(values[s] + (size_t)k * nruns[s], nruns[s], &fig[k].side[s]) < 0)
 				return -ENOMEM;
 		}
-		fig[k].verdict = judge(&fig[k], nruns);
+		fig[k].verdict = tb_compare_judge(&fig[k].side[0], &fig[k].side[1], fig[k].insufficient);
 		fig[k].ratio = fig[k].side[0].median > 0
 				       ? fig[k].side[1].median / fig[k].side[0].median
 				       : NAN;
@@ -320,11 +266,11 @@ static void json_number(FILE *out, double v)
 static void text_verdict(FILE *out, const struct figure *f)
 {
 	switch (f->verdict) {
-	case V_A_FASTER: fputs("A faster", out); break;
-	case V_B_FASTER: fputs("B faster", out); break;
-	case V_NO_DIFFERENCE: fputs("no difference shown", out); break;
-	case V_SPREAD_UNKNOWN: fputs("spread cannot be judged (one run on a side)", out); break;
-	case V_TOO_FEW: fputs("too few samples beyond it (*)", out); break;
+	case TB_VERDICT_A_FASTER: fputs("A faster", out); break;
+	case TB_VERDICT_B_FASTER: fputs("B faster", out); break;
+	case TB_VERDICT_NO_DIFFERENCE: fputs("no difference shown", out); break;
+	case TB_VERDICT_SPREAD_UNKNOWN: fputs("spread cannot be judged (one run on a side)", out); break;
+	case TB_VERDICT_TOO_FEW_SAMPLES: fputs("too few samples beyond it (*)", out); break;
 	}
 }
 
@@ -374,13 +320,13 @@ static void print_text_tag(FILE *out, const char *tag, const size_t *nruns,
 	if (nruns[0] >= 2 && nruns[1] >= 2)
 		fprintf(out, "  with %zu and %zu runs, spreads separate by chance %.1f%% of the time "
 			"when A and B are the same\n",
-			nruns[0], nruns[1], 100.0 * chance_separated(nruns[0], nruns[1]));
+			nruns[0], nruns[1], 100.0 * tb_chance_separated(nruns[0], nruns[1]));
 	else
 		fprintf(out, "  one run on a side shows no run-to-run noise: repeat each configuration "
 			"(A B A B ...) to call a difference\n");
 }
 
-static void json_spread(FILE *out, const struct spread *sp, size_t n)
+static void json_spread(FILE *out, const tb_spread *sp, size_t n)
 {
 	fputs("{\"runs\":[", out);
 	for (size_t i = 0; i < n; i++) {
@@ -408,7 +354,7 @@ static void print_json_tag(FILE *out, const char *tag, const size_t *nruns,
 		fputs("]}", out);
 	}
 	fputs(",\"chance_separated\":", out);
-	json_number(out, nruns[0] >= 2 && nruns[1] >= 2 ? chance_separated(nruns[0], nruns[1]) : NAN);
+	json_number(out, nruns[0] >= 2 && nruns[1] >= 2 ? tb_chance_separated(nruns[0], nruns[1]) : NAN);
 	fputs(",\"figures\":[", out);
 	for (int k = 0; k < FIGURES; k++) {
 		fprintf(out, "%s{\"figure\":\"%s\",\"a\":", k ? "," : "", figure_key(k));
@@ -418,7 +364,7 @@ static void print_json_tag(FILE *out, const char *tag, const size_t *nruns,
 		fputs(",\"ratio\":", out);
 		json_number(out, fig[k].ratio);
 		fprintf(out, ",\"insufficient\":%s,\"verdict\":\"%s\"}",
-			fig[k].insufficient ? "true" : "false", verdict_keys[fig[k].verdict]);
+			fig[k].insufficient ? "true" : "false", tb_verdict_keys[fig[k].verdict]);
 	}
 	fputs("]}", out);
 }

@@ -55,6 +55,12 @@ bool tb_log_tag_valid(const char *tag);
  * negative errno (-ENOSPC, -EINVAL). */
 int tb_log_format_header(char *buf, size_t cap, const char *comment, double start_time_sec,
 			 double base_time_sec);
+/* The same with `lines` after the comment line: whole comment lines, each
+ * beginning with '#' and ending with a newline (what a log says of its data:
+ * open-loop marks, sources, env lines); NULL or "" for none. -EINVAL when a
+ * line does not begin with '#' or the last has no newline. */
+int tb_log_format_header_lines(char *buf, size_t cap, const char *comment, const char *lines,
+			       double start_time_sec, double base_time_sec);
 /* One data line. tag NULL or "" for an untagged line. `scratch` must hold
  * tb_v2_inner_bound(h) + tb_v2_frame_bound(h) bytes; `buf` at least
  * tb_log_line_bound(h). Returns the length or a negative errno. */
@@ -68,6 +74,16 @@ int tb_log_format_line(char *buf, size_t cap, const char *tag, double start_rel_
 int tb_log_format_line_frame(char *buf, size_t cap, const char *tag, double start_rel_sec,
 			     double length_sec, int64_t max_value, const uint8_t *frame,
 			     size_t frame_len);
+
+/* The same from a payload already in base64 (a line rewritten from another
+ * log, its payload untouched). max_field is the third field as written, in
+ * the log's unit (the histogram's max / TB_LOG_MAX_UNIT_RATIO). `buf` must
+ * hold tb_log_line_base64_bound(payload_len) bytes. Returns the length,
+ * -ENOSPC, or -EINVAL for an invalid tag or a payload with a newline. */
+size_t tb_log_line_base64_bound(size_t payload_len);
+int tb_log_format_line_base64(char *buf, size_t cap, const char *tag, double start_rel_sec,
+			      double length_sec, double max_field, const char *payload,
+			      size_t payload_len);
 
 /* stdio convenience for the tools. */
 typedef struct tb_log_writer {

@@ -9,9 +9,9 @@
  * from (provenance comment lines), and the '#[env ...]' lines of the first
  * input that has them (with a warning when another input's differ).
  *
- * Invariants: the fields are formatted as Java's writer does
- * (tb_fmt_java_fixed); a write error is one sentence and a non-zero exit
- * status.
+ * Invariants: the header and the lines are formatted by the lib
+ * (tb_log_format_header_lines, tb_log_format_line_base64); a write error is
+ * one sentence and a non-zero exit status.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +27,8 @@
 
 /* HdrHistogram_c reads header lines 127 bytes at a time (env.h). */
 #define HEADER_LINE_MAX TB_ENV_HEADER_LINE_MAX
+/* Room for the header's own lines, beside what the inputs said. */
+#define HEADER_MAX 1024
 
 static int by_start(const void *a, const void *b)
 {
@@ -115,38 +117,70 @@ static void write_env(FILE *f, const struct state *st)
 	}
 }
 
+/* What the inputs said of their data, as comment lines for the header (a
+ * malloc'd string into *lines). 0 or -ENOMEM. */
+static int header_lines(struct state *st, const bool *used, char **lines)
+{
+	size_t len;
+	*lines = NULL;
+	FILE *m = open_memstream(lines, &len);
+	if (!m)
+		return -ENOMEM;
+	write_open_loop_marks(m, st, used);
+	write_sources(m, st, used);
+	write_env(m, st);
+	if (fclose(m) != 0) {
+		free(*lines);
+		*lines = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The header, then the kept lines sorted by start time. 0 or -ENOMEM. */
+static int write_log(FILE *f, struct state *st, const char *lines)
+{
+	double base = st->have_start_time ? st->first_start_time : 0.0;
+	size_t cap = strlen(lines) + HEADER_MAX;
+	for (size_t i = 0; i < st->nkept; i++) {
+		size_t bound = tb_log_line_base64_bound(st->kept[i].payload_len);
+		cap = bound > cap ? bound : cap;
+	}
+	char *buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	int n = tb_log_format_header_lines(buf, cap, "Written by tailbus replay", lines, base, base);
+	if (n > 0)
+		fwrite(buf, 1, (size_t)n, f);
+	qsort(st->kept, st->nkept, sizeof(*st->kept), by_start);
+	for (size_t i = 0; i < st->nkept; i++) {
+		const struct kept *k = &st->kept[i];
+		n = tb_log_format_line_base64(buf, cap, st->merge.tags[k->tag].name, k->start_abs - base,
+					      k->length, k->max_field, k->payload, k->payload_len);
+		if (n > 0)
+			fwrite(buf, 1, (size_t)n, f);
+	}
+	free(buf);
+	return 0;
+}
+
 int replay_write_output_log(struct state *st)
 {
 	bool *used = tag_sources(st);
 	FILE *f = used ? fopen(st->opt.output_log, "w") : NULL;
-	if (!f) {
-		int err = used ? errno : ENOMEM;
-		tb_cli_error(VERB, "cannot write %s: %s", st->opt.output_log, strerror(err));
-		free(used);
-		return -err;
-	}
-	double base = st->have_start_time ? st->first_start_time : 0.0;
-	char header[1024], num[3][64];
-	int n = tb_log_format_header(header, sizeof(header), "Written by tailbus replay", base, base);
-	/* what the inputs said of their data goes after the comment line */
-	const char *rest = n > 0 ? strchr(header, '\n') : NULL;
-	if (rest) {
-		fprintf(f, "%.*s", (int)(rest + 1 - header), header);
-		write_open_loop_marks(f, st, used);
-		write_sources(f, st, used);
-		write_env(f, st);
-		fputs(rest + 1, f);
-	}
+	char *lines = NULL;
+	int err = 0;
+	if (!f)
+		err = used ? errno : ENOMEM;
+	else if (header_lines(st, used, &lines) < 0 || write_log(f, st, lines) < 0)
+		err = ENOMEM;
 	free(used);
-	qsort(st->kept, st->nkept, sizeof(*st->kept), by_start);
-	for (size_t i = 0; i < st->nkept; i++) {
-		const struct kept *k = &st->kept[i];
-		const char *tag = st->merge.tags[k->tag].name;
-		tb_fmt_java_fixed(num[0], sizeof(num[0]), k->start_abs - base, 0, 3);
-		tb_fmt_java_fixed(num[1], sizeof(num[1]), k->length, 0, 3);
-		tb_fmt_java_fixed(num[2], sizeof(num[2]), k->max_field, 0, 3);
-		fprintf(f, "%s%s%s%s,%s,%s,%.*s\n", *tag ? "Tag=" : "", tag, *tag ? "," : "", num[0],
-			num[1], num[2], (int)k->payload_len, k->payload);
+	free(lines);
+	if (err) {
+		tb_cli_error(VERB, "cannot write %s: %s", st->opt.output_log, strerror(err));
+		if (f)
+			fclose(f);
+		return -err;
 	}
 	if (fclose(f) != 0) {
 		tb_cli_error(VERB, "cannot write %s: %s", st->opt.output_log, strerror(errno));
