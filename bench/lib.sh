@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # bench/lib.sh - what the bench scripts share: the release build, the
-# machine's load, figures as text, the one median of a set of runs, and the
-# one zero-drop search (its steps are each script's own).
+# machine's load, figures as text (quotients and differences too), the one
+# median of a set of runs, and the one zero-drop search (its steps are each
+# script's own).
 # Sourced, never run:
 #
 #   . "$(dirname "$0")/../lib.sh"     (from bench/<section>/; bench/run: ./lib.sh)
@@ -68,6 +69,14 @@ num() {
 
 # A rate in events/s as M events/s for reading (num's figures).
 mevents() { num "$(awk -v x="$1" 'BEGIN { print x / 1e6 }')"; }
+
+# quotient A B DIGITS: A / B with DIGITS decimals, or n/a unless B > 0.
+quotient() {
+	awk -v a="$1" -v b="$2" -v d="$3" 'BEGIN { if (b > 0) printf "%." d "f", a / b; else print "n/a" }'
+}
+
+# difference A B: A - B with two decimals.
+difference() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 
 # The median of v[1..n], sorted: the middle value, or the mean of the two
 # middle ones when n is even. An awk function, for scripts that want more
