@@ -2,379 +2,33 @@
  *
  *   tailbus clock [--json] [--samples N]
  *
- * For each clock tb_now() could use (CLOCK_MONOTONIC, what it does use), or a
- * user might consider (CLOCK_MONOTONIC_RAW, CLOCK_REALTIME,
- * CLOCK_MONOTONIC_COARSE, and on x86 the TSC through rdtsc, lfence+rdtsc and
- * rdtscp), two things are measured on one pinned CPU:
- *   - the cost of a read: N reads in a loop timed with CLOCK_MONOTONIC, best
- *     of COST_ROUNDS rounds (a round hit by an interrupt is discarded);
- *   - the floor: N+1 reads back to back into an array, whose N deltas go into
- *     an HDR histogram (p50, p99, max) with the smallest non-zero delta (the
- *     step the clock can resolve) and the count of deltas that went backwards.
- * TSC figures are in cycles and in ns, using a TSC frequency calibrated
- * against CLOCK_MONOTONIC over CALIBRATE_NS.
- *
- * Whether a clock_gettime() call made a system call is judged against a
- * baseline measured in the same run: clock_gettime forced through syscall(2).
- * A read costing less than SYSCALL_RATIO of that was served by the vDSO.
- * Then the environment (clocksource, TSC flags, boot options) and the figures
- * become one paragraph of advice.
+ * The options, and the figures and verdicts of tailbus/clockcheck.h (which
+ * clocks, how they are measured, the rules) printed as a table or one JSON
+ * object, with the verdicts put into one paragraph of advice.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli.h"
+#include "tailbus/clockcheck.h"
 #include "tailbus/env.h"
-#include "tailbus/hist.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#define HAVE_TSC 1
-#endif
 
 #define VERB "clock"
 #define DEFAULT_SAMPLES 100000
-/* Fewer than 100 samples leave no sample beyond p99; 10^7 is 80 MB of array. */
-#define MIN_SAMPLES 100
-#define MAX_SAMPLES 10000000
-#define COST_ROUNDS 3
-/* The TSC is calibrated over ~100 ms: a 1 us error in the end points is 10 ppm. */
-#define CALIBRATE_NS 100000000
-/* Paired (CLOCK_MONOTONIC, TSC) readings: the tightest of this many is kept. */
-#define PAIR_TRIES 16
-/* A vDSO read costs a few tens of ns, a system call hundreds: a read at half
- * the cost of a forced system call or more is taken to be one. */
-#define SYSCALL_RATIO 0.5
-#define NS_PER_SEC 1000000000LL
-#define HIST_DIGITS 3
 #define WRAP_COLUMNS 78
 #define ADVICE_MAX 2048
 
-enum kind { K_POSIX, K_SYSCALL, K_TSC, K_TSC_LFENCE, K_TSCP };
-
-struct clock_def {
-	const char *name;
-	enum kind kind;
-	clockid_t id;
-};
-
-static const struct clock_def clock_defs[] = {
-	{"CLOCK_MONOTONIC", K_POSIX, CLOCK_MONOTONIC},
-	{"CLOCK_MONOTONIC_RAW", K_POSIX, CLOCK_MONOTONIC_RAW},
-	{"CLOCK_REALTIME", K_POSIX, CLOCK_REALTIME},
-	{"CLOCK_MONOTONIC_COARSE", K_POSIX, CLOCK_MONOTONIC_COARSE},
-#ifdef HAVE_TSC
-	{"rdtsc", K_TSC, 0},
-	{"rdtsc+lfence", K_TSC_LFENCE, 0},
-	{"rdtscp", K_TSCP, 0},
-#endif
-	/* The baseline: clock_gettime(CLOCK_MONOTONIC) forced into the kernel. */
-	{"SYS_clock_gettime", K_SYSCALL, CLOCK_MONOTONIC},
-};
-#define NCLOCKS (sizeof(clock_defs) / sizeof(clock_defs[0]))
-/* Rows the advice and the system-call verdicts refer to. */
-#define MONO 0 /* CLOCK_MONOTONIC, what tb_now() reads */
-#define COARSE 3
-#define PLAIN_TSC 4 /* rdtsc, when HAVE_TSC */
-#define BASELINE (NCLOCKS - 1)
-
-/* What one clock measured. TSC rows keep cycles in the raw fields. */
-struct result {
-	bool available;
-	char why_not[160];
-	double res_ns; /* clock_getres, or one cycle */
-	double cost_ns;
-	int64_t p50, p99, max, min_nonzero; /* raw units; min_nonzero 0: none seen */
-	int64_t backwards;
-	bool syscall;
-};
-
 struct run {
-	tb_env env;
-	int64_t samples;
+	tb_clockcheck c;
+	tb_clock_verdict v;
 	bool json;
-	bool vdso;
-	bool tsc_invariant;
-	double tsc_hz; /* 0: not calibrated */
-	int pinned_cpu; /* -1: not pinned */
-	struct result r[NCLOCKS];
 	char advice[ADVICE_MAX];
 };
-
-/* ---- reading the clocks ---- */
-
-static inline int64_t read_posix(clockid_t id)
-{
-	struct timespec ts;
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
-
-static inline int64_t read_syscall(clockid_t id)
-{
-	struct timespec ts;
-	syscall(SYS_clock_gettime, id, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
-
-#ifdef HAVE_TSC
-/* rdtsc may execute before earlier instructions finish: cheapest, unordered. */
-static inline int64_t read_tsc(void)
-{
-	uint32_t lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return (int64_t)((uint64_t)hi << 32 | lo);
-}
-
-/* lfence waits for every earlier instruction, so the read is ordered after them. */
-static inline int64_t read_tsc_lfence(void)
-{
-	uint32_t lo, hi;
-	__asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
-	return (int64_t)((uint64_t)hi << 32 | lo);
-}
-
-/* rdtscp waits for earlier instructions and also returns the CPU's TSC_AUX. */
-static inline int64_t read_tscp(void)
-{
-	uint32_t lo, hi, aux;
-	__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux)::"memory");
-	return (int64_t)((uint64_t)hi << 32 | lo);
-}
-#endif
-
-/* One loop per kind, so no dispatch sits between two reads. */
-#define EACH_KIND(def, STMT)                                                           \
-	switch ((def)->kind) {                                                         \
-	case K_POSIX: STMT(read_posix((def)->id)); break;                              \
-	case K_SYSCALL: STMT(read_syscall((def)->id)); break;                          \
-	TSC_CASES(STMT)                                                                \
-	}
-#ifdef HAVE_TSC
-#define TSC_CASES(STMT)                                                                \
-	case K_TSC: STMT(read_tsc()); break;                                           \
-	case K_TSC_LFENCE: STMT(read_tsc_lfence()); break;                             \
-	case K_TSCP: STMT(read_tscp()); break;
-#else
-#define TSC_CASES(STMT) default: break;
-#endif
-
-static void fill(const struct clock_def *def, int64_t *t, int64_t n)
-{
-#define FILL(READ)                            \
-	for (int64_t i = 0; i < n; i++)       \
-		t[i] = READ;
-	EACH_KIND(def, FILL)
-#undef FILL
-}
-
-/* Mean ns per read over n reads, best of COST_ROUNDS. */
-static double cost_ns(const struct clock_def *def, int64_t n)
-{
-	double best = 0;
-	for (int round = 0; round < COST_ROUNDS; round++) {
-		volatile uint64_t sink = 0; /* unsigned: the sum may wrap */
-		int64_t t0 = read_posix(CLOCK_MONOTONIC);
-#define SPIN(READ)                            \
-	for (int64_t i = 0; i < n; i++)       \
-		sink += (uint64_t)(READ);
-		EACH_KIND(def, SPIN)
-#undef SPIN
-		double mean = (double)(read_posix(CLOCK_MONOTONIC) - t0) / (double)n;
-		if (round == 0 || mean < best)
-			best = mean;
-		(void)sink;
-	}
-	return best;
-}
-
-/* ---- what can be measured here ---- */
-
-static bool has_word(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-	for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
-		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
-#ifdef HAVE_TSC
-/* CPUID 0x80000001 EDX bit 27: RDTSCP. */
-#define CPUID_EXT_FEATURES 0x80000001u
-#define CPUID_RDTSCP_BIT (1u << 27)
-
-static bool tsc_usable(const struct run *run, enum kind kind, char *why, size_t cap)
-{
-	int mode = 0;
-	if (prctl(PR_GET_TSC, &mode) == 0 && mode == PR_TSC_SIGSEGV) {
-		snprintf(why, cap, "reading the TSC is disabled for this process (prctl PR_SET_TSC)");
-		return false;
-	}
-	const char *flags = run->env.tsc_flags;
-	bool known = strcmp(flags, "unknown") != 0;
-	if (known && !has_word(flags, "tsc")) {
-		snprintf(why, cap, "the CPU has no TSC");
-		return false;
-	}
-	if (kind != K_TSCP)
-		return true;
-	unsigned a, b, c, d;
-	bool cpuid = __get_cpuid(CPUID_EXT_FEATURES, &a, &b, &c, &d) && (d & CPUID_RDTSCP_BIT);
-	if (!cpuid || (known && !has_word(flags, "rdtscp"))) {
-		snprintf(why, cap, "the CPU does not offer rdtscp (%s)",
-			 cpuid ? "not in /proc/cpuinfo flags" : "CPUID says no");
-		return false;
-	}
-	return true;
-}
-
-/* A (CLOCK_MONOTONIC, TSC) pair read as close together as we can: the TSC
- * read between two clock reads, the tightest bracket of PAIR_TRIES. */
-static void tsc_pair(int64_t *ns, int64_t *cycles)
-{
-	int64_t best = INT64_MAX;
-	for (int i = 0; i < PAIR_TRIES; i++) {
-		int64_t a = read_posix(CLOCK_MONOTONIC);
-		int64_t c = read_tsc_lfence();
-		int64_t b = read_posix(CLOCK_MONOTONIC);
-		if (b - a < best) {
-			best = b - a;
-			*ns = a + (b - a) / 2;
-			*cycles = c;
-		}
-	}
-}
-
-static double calibrate_tsc_hz(void)
-{
-	int64_t ns0 = 0, c0 = 0, ns1 = 0, c1 = 0; /* set by tsc_pair (its loop always runs) */
-	tsc_pair(&ns0, &c0);
-	while (read_posix(CLOCK_MONOTONIC) - ns0 < CALIBRATE_NS)
-		;
-	tsc_pair(&ns1, &c1);
-	return ns1 > ns0 ? (double)(c1 - c0) * 1e9 / (double)(ns1 - ns0) : 0;
-}
-#endif
-
-static bool available(const struct run *run, const struct clock_def *def, struct result *r)
-{
-	struct timespec res;
-	switch (def->kind) {
-	case K_POSIX:
-	case K_SYSCALL:
-		if (clock_getres(def->id, &res) < 0) {
-			snprintf(r->why_not, sizeof(r->why_not), "clock_getres: %s", strerror(errno));
-			return false;
-		}
-		r->res_ns = (double)res.tv_sec * 1e9 + (double)res.tv_nsec;
-		return true;
-	default:
-#ifdef HAVE_TSC
-		if (!tsc_usable(run, def->kind, r->why_not, sizeof(r->why_not)))
-			return false;
-		r->res_ns = run->tsc_hz > 0 ? 1e9 / run->tsc_hz : 0;
-		return true;
-#else
-		(void)run;
-		return false;
-#endif
-	}
-}
-
-/* ---- measuring ---- */
-
-static int measure(struct run *run, size_t i, int64_t *t, tb_hist *h)
-{
-	const struct clock_def *def = &clock_defs[i];
-	struct result *r = &run->r[i];
-	r->available = available(run, def, r);
-	if (!r->available)
-		return 0;
-	r->cost_ns = cost_ns(def, run->samples);
-	fill(def, t, run->samples + 1);
-	tb_hist_reset(h);
-	for (int64_t k = 0; k < run->samples; k++) {
-		int64_t d = t[k + 1] - t[k];
-		if (d < 0) {
-			r->backwards++;
-			continue;
-		}
-		if (d > 0 && (r->min_nonzero == 0 || d < r->min_nonzero))
-			r->min_nonzero = d;
-		int rc = tb_hist_record(h, d);
-		if (rc < 0)
-			return rc;
-	}
-	r->p50 = tb_hist_value_at_percentile(h, 50.0);
-	r->p99 = tb_hist_value_at_percentile(h, 99.0);
-	r->max = tb_hist_max(h);
-	return 0;
-}
-
-/* Pin to the CPU we are on, so no read is split by a migration. */
-static int pin_here(cpu_set_t *before)
-{
-	int cpu = sched_getcpu();
-	cpu_set_t one;
-	if (cpu < 0 || sched_getaffinity(0, sizeof(*before), before) < 0)
-		return -1;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	return sched_setaffinity(0, sizeof(one), &one) == 0 ? cpu : -1;
-}
-
-static void classify(struct run *run)
-{
-	double baseline = run->r[BASELINE].cost_ns;
-	for (size_t i = 0; i < NCLOCKS; i++) {
-		const struct clock_def *def = &clock_defs[i];
-		struct result *r = &run->r[i];
-		if (def->kind == K_SYSCALL)
-			r->syscall = true;
-		else if (def->kind == K_POSIX)
-			r->syscall = !run->vdso || r->cost_ns >= SYSCALL_RATIO * baseline;
-	}
-}
-
-static int measure_all(struct run *run)
-{
-	int64_t *t = malloc((size_t)(run->samples + 1) * sizeof(*t));
-	tb_hist h;
-	if (!t || tb_hist_init(&h, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST, HIST_DIGITS) < 0) {
-		free(t);
-		return -ENOMEM;
-	}
-	cpu_set_t before;
-	run->pinned_cpu = pin_here(&before);
-	run->vdso = getauxval(AT_SYSINFO_EHDR) != 0;
-#ifdef HAVE_TSC
-	char why[160];
-	if (tsc_usable(run, K_TSC, why, sizeof(why)))
-		run->tsc_hz = calibrate_tsc_hz();
-#endif
-	int rc = 0;
-	for (size_t i = 0; i < NCLOCKS && rc == 0; i++)
-		rc = measure(run, i, t, &h);
-	if (run->pinned_cpu >= 0)
-		sched_setaffinity(0, sizeof(before), &before);
-	classify(run);
-	tb_hist_free(&h);
-	free(t);
-	return rc;
-}
 
 /* ---- advice ---- */
 
@@ -388,18 +42,6 @@ static void say(struct run *run, const char *fmt, ...)
 	va_end(ap);
 }
 
-static bool is_tsc_kind(enum kind k)
-{
-	return k == K_TSC || k == K_TSC_LFENCE || k == K_TSCP;
-}
-
-static double to_ns(const struct run *run, size_t i, int64_t raw)
-{
-	if (!is_tsc_kind(clock_defs[i].kind))
-		return (double)raw;
-	return run->tsc_hz > 0 ? (double)raw * 1e9 / run->tsc_hz : 0;
-}
-
 /* "250 ns", "4 ms": a duration for a sentence. */
 static void human_ns(char *buf, size_t cap, double ns)
 {
@@ -411,75 +53,88 @@ static void human_ns(char *buf, size_t cap, double ns)
 		snprintf(buf, cap, "%.4g ns", ns);
 }
 
-/* Why the kernel keeps time without the TSC, as far as we can tell. */
-static const char *tsc_distrust(const struct run *run)
+static const char *tsc_distrust(tb_clock_tsc_distrust why)
 {
-	if (has_word(run->env.cmdline, "tsc=unstable"))
+	switch (why) {
+	case TB_TSC_CMDLINE_UNSTABLE:
 		return "it is not even offered as a clocksource: the kernel command line says "
 		       "tsc=unstable";
-	if (!has_word(run->env.clocksources, "tsc"))
-		return "it is not among the available clocksources";
-	return "tsc is available but not selected; switching (echo tsc > "
-	       "/sys/devices/system/clocksource/clocksource0/current_clocksource) means trusting "
-	       "it across CPUs and migrations";
+	case TB_TSC_NOT_OFFERED: return "it is not among the available clocksources";
+	default:
+		return "tsc is available but not selected; switching (echo tsc > "
+		       "/sys/devices/system/clocksource/clocksource0/current_clocksource) means "
+		       "trusting it across CPUs and migrations";
+	}
+}
+
+/* The plain rdtsc row (there is one whenever the verdict is past NO_COUNTER). */
+static const tb_clock_result *plain_tsc(const struct run *run)
+{
+	for (size_t i = 0; i < run->c.count; i++)
+		if (run->c.r[i].kind == TB_CLOCK_TSC)
+			return &run->c.r[i];
+	return NULL;
 }
 
 static void advise_tsc(struct run *run)
 {
-#ifndef HAVE_TSC
-	say(run, "No cycle counter is measured on this architecture. ");
-	return;
-#endif
-	const struct result *tsc = &run->r[PLAIN_TSC];
-	if (!tsc->available || run->tsc_hz <= 0) {
+	const tb_clock_result *tsc = plain_tsc(run);
+	switch (run->v.tsc) {
+	case TB_TSC_NO_COUNTER:
+		say(run, "No cycle counter is measured on this architecture. ");
+		break;
+	case TB_TSC_UNREADABLE:
 		say(run, "The TSC cannot be read here, so CLOCK_MONOTONIC is the only choice. ");
-		return;
-	}
-	if (!strcmp(run->env.tsc_flags, "unknown")) {
+		break;
+	case TB_TSC_FLAGS_UNKNOWN:
 		say(run, "The CPU flags could not be read (/proc/cpuinfo), so whether the TSC is "
 			 "invariant is unknown: do not time anything with it. ");
-		return;
-	}
-	if (!run->tsc_invariant) {
+		break;
+	case TB_TSC_NOT_INVARIANT:
 		say(run, "The TSC is not invariant here (constant_tsc and nonstop_tsc are not both "
 			 "set): its rate follows the CPU frequency or stops in deep idle, so it must "
 			 "not time anything. ");
-		return;
-	}
-	if (!strcmp(run->env.clocksource, "tsc")) {
+		break;
+	case TB_TSC_KERNEL_USES_IT:
 		say(run, "A raw rdtsc (%.1f ns) would save %.0f ns a read, but needs its own "
 			 "calibration and gives up the kernel's corrections; not worth it. ",
-		    tsc->cost_ns, run->r[MONO].cost_ns - tsc->cost_ns);
-		return;
+		    tsc->cost_ns, run->c.r[TB_CLOCKCHECK_MONOTONIC].cost_ns - tsc->cost_ns);
+		break;
+	case TB_TSC_NOT_KERNELS:
+		say(run, "The TSC is invariant (constant_tsc, nonstop_tsc) and cheaper (%.1f ns a "
+			 "read), but the kernel does not keep time with it here (%s), so tb_now "
+			 "stays on CLOCK_MONOTONIC unless you know the host keeps the TSC "
+			 "synchronised across CPUs and migrations and you calibrate it yourself. ",
+		    tsc->cost_ns, tsc_distrust(run->v.distrust));
+		break;
 	}
-	say(run, "The TSC is invariant (constant_tsc, nonstop_tsc) and cheaper (%.1f ns a read), "
-		 "but the kernel does not keep time with it here (%s), so tb_now stays on "
-		 "CLOCK_MONOTONIC unless you know the host keeps the TSC synchronised across CPUs "
-		 "and migrations and you calibrate it yourself. ",
-	    tsc->cost_ns, tsc_distrust(run));
 }
 
 static void advise(struct run *run)
 {
-	const struct result *mono = &run->r[MONO], *coarse = &run->r[COARSE];
-	const char *cs = run->env.clocksource;
-	bool known = strcmp(cs, "unknown") != 0;
-	if (!mono->syscall)
+	const tb_clock_result *mono = &run->c.r[TB_CLOCKCHECK_MONOTONIC];
+	const tb_clock_result *coarse = &run->c.r[TB_CLOCKCHECK_COARSE];
+	const char *cs = run->c.env.clocksource;
+	switch (run->v.mono) {
+	case TB_MONO_VDSO:
 		say(run, "The kernel keeps time with %s and CLOCK_MONOTONIC reads it through the "
 			 "vDSO in %.1f ns, with no system call: it is correct on every CPU%s, and "
 			 "tb_now uses it. ",
-		    known ? cs : "a clocksource it did not name (sysfs unreadable)", mono->cost_ns,
-		    strcmp(cs, "kvm-clock") ? "" : " and across live migration");
-	else if (!run->vdso)
+		    run->v.clocksource_known ? cs : "a clocksource it did not name (sysfs unreadable)",
+		    mono->cost_ns, run->v.kvm_clock ? " and across live migration" : "");
+		break;
+	case TB_MONO_SYSCALL_NO_VDSO:
 		say(run, "CLOCK_MONOTONIC costs a system call here (%.0f ns) because no vDSO is "
 			 "mapped into this process (booted with vdso=0?): every tb_now pays it. ",
 		    mono->cost_ns);
-	else
+		break;
+	case TB_MONO_SYSCALL_FALLBACK:
 		say(run, "CLOCK_MONOTONIC costs a system call here (%.0f ns: the vDSO cannot read "
 			 "the clocksource, %s): every tb_now pays it. Prefer a clocksource the vDSO "
 			 "can read (tsc, kvm-clock, hyperv_clocksource_tsc_page)%s. ",
-		    mono->cost_ns, cs,
-		    has_word(run->env.clocksources, "tsc") ? ": tsc is available" : "");
+		    mono->cost_ns, cs, run->v.tsc_offered ? ": tsc is available" : "");
+		break;
+	}
 	advise_tsc(run);
 	char res[32];
 	human_ns(res, sizeof(res), coarse->res_ns);
@@ -493,11 +148,11 @@ static void advise(struct run *run)
 
 /* ---- output ---- */
 
-static const char *read_by(size_t i, const struct result *r)
+static const char *read_by(const struct run *run, size_t i)
 {
-	if (is_tsc_kind(clock_defs[i].kind))
+	if (tb_clockcheck_is_tsc(run->c.r[i].kind))
 		return "instruction";
-	return r->syscall ? "system call" : "vDSO";
+	return run->v.syscall[i] ? "system call" : "vDSO";
 }
 
 static void print_wrapped(const char *text, const char *indent)
@@ -521,25 +176,25 @@ static void print_wrapped(const char *text, const char *indent)
 
 static void print_header(const struct run *run)
 {
-	const tb_env *e = &run->env;
+	const tb_env *e = &run->c.env;
 	printf("clocksource  %s (available: %s)\n", e->clocksource, e->clocksources);
-	printf("vDSO         %s\n", run->vdso ? "mapped: clock_gettime can run without a system call"
+	printf("vDSO         %s\n", run->c.vdso ? "mapped: clock_gettime can run without a system call"
 					       : "not mapped: every clock_gettime is a system call");
 	printf("TSC flags    %s%s\n", e->tsc_flags,
-	       run->tsc_invariant ? " (invariant)" : "");
-	if (run->tsc_hz > 0)
+	       run->v.tsc_invariant ? " (invariant)" : "");
+	if (run->c.tsc_hz > 0)
 		printf("TSC rate     %.3f MHz, calibrated against CLOCK_MONOTONIC over %d ms\n",
-		       run->tsc_hz / 1e6, CALIBRATE_NS / 1000000);
-	printf("samples      %" PRId64 " back-to-back reads per clock", run->samples);
-	if (run->pinned_cpu >= 0)
-		printf(", pinned to CPU %d", run->pinned_cpu);
-	printf("; cost: best of %d loops\n\n", COST_ROUNDS);
+		       run->c.tsc_hz / 1e6, TB_CLOCKCHECK_CALIBRATE_NS / 1000000);
+	printf("samples      %" PRId64 " back-to-back reads per clock", run->c.samples);
+	if (run->c.pinned_cpu >= 0)
+		printf(", pinned to CPU %d", run->c.pinned_cpu);
+	printf("; cost: best of %d loops\n\n", TB_CLOCKCHECK_COST_ROUNDS);
 }
 
 static void print_ns(const struct run *run, size_t i, int64_t raw, int width)
 {
-	if (is_tsc_kind(clock_defs[i].kind))
-		printf(" %*.1f", width, to_ns(run, i, raw));
+	if (tb_clockcheck_is_tsc(run->c.r[i].kind))
+		printf(" %*.1f", width, tb_clockcheck_ns(&run->c, i, raw));
 	else
 		printf(" %*" PRId64, width, raw);
 }
@@ -548,9 +203,9 @@ static void print_table(const struct run *run)
 {
 	printf("%-22s %10s %8s %8s %8s %10s %8s %5s  %s\n", "clock", "res_ns", "cost_ns", "p50_ns",
 	       "p99_ns", "max_ns", "min>0_ns", "back", "read by");
-	for (size_t i = 0; i < NCLOCKS; i++) {
-		const struct result *r = &run->r[i];
-		printf("%-22s", clock_defs[i].name);
+	for (size_t i = 0; i < run->c.count; i++) {
+		const tb_clock_result *r = &run->c.r[i];
+		printf("%-22s", run->c.r[i].name);
 		if (!r->available) {
 			printf(" not available: %s\n", r->why_not);
 			continue;
@@ -563,24 +218,24 @@ static void print_table(const struct run *run)
 			print_ns(run, i, r->min_nonzero, 8);
 		else
 			printf(" %8s", "-");
-		printf(" %5" PRId64 "  %s%s\n", r->backwards, read_by(i, r),
-		       i == MONO ? "  <- tb_now" : "");
+		printf(" %5" PRId64 "  %s%s\n", r->backwards, read_by(run, i),
+		       i == run->v.use ? "  <- tb_now" : "");
 	}
 }
 
 static void print_cycles(const struct run *run)
 {
 	bool any = false;
-	for (size_t i = 0; i < NCLOCKS; i++) {
-		const struct result *r = &run->r[i];
-		if (!is_tsc_kind(clock_defs[i].kind) || !r->available)
+	for (size_t i = 0; i < run->c.count; i++) {
+		const tb_clock_result *r = &run->c.r[i];
+		if (!tb_clockcheck_is_tsc(run->c.r[i].kind) || !r->available)
 			continue;
 		if (!any)
 			printf("\nTSC in cycles:\n%-22s %8s %8s %8s %10s %8s\n", "clock", "cost", "p50",
 			       "p99", "max", "min>0");
 		any = true;
-		printf("%-22s %8.1f %8" PRId64 " %8" PRId64 " %10" PRId64, clock_defs[i].name,
-		       r->cost_ns * run->tsc_hz / 1e9, r->p50, r->p99, r->max);
+		printf("%-22s %8.1f %8" PRId64 " %8" PRId64 " %10" PRId64, run->c.r[i].name,
+		       r->cost_ns * run->c.tsc_hz / 1e9, r->p50, r->p99, r->max);
 		if (r->min_nonzero)
 			printf(" %8" PRId64 "\n", r->min_nonzero);
 		else
@@ -590,23 +245,23 @@ static void print_cycles(const struct run *run)
 
 static void print_syscalls(const struct run *run)
 {
-	double baseline = run->r[BASELINE].cost_ns;
+	double baseline = run->c.r[run->c.count - 1].cost_ns;
 	printf("\nsystem calls (a forced clock_gettime system call costs %.0f ns here):\n", baseline);
-	for (size_t i = 0; i < NCLOCKS; i++) {
-		const struct result *r = &run->r[i];
-		enum kind k = clock_defs[i].kind;
-		if (!r->available || k == K_SYSCALL)
+	for (size_t i = 0; i < run->c.count; i++) {
+		const tb_clock_result *r = &run->c.r[i];
+		tb_clock_kind k = r->kind;
+		if (!r->available || k == TB_CLOCK_SYSCALL)
 			continue;
-		if (is_tsc_kind(k))
+		if (tb_clockcheck_is_tsc(k))
 			printf("  %s: one user-space instruction, %.1f ns: never a system call.\n",
-			       clock_defs[i].name, r->cost_ns);
-		else if (!r->syscall)
+			       run->c.r[i].name, r->cost_ns);
+		else if (!run->v.syscall[i])
 			printf("  %s: %.1f ns, %.0f%% of a system call: served by the vDSO, no system "
-			       "call.\n", clock_defs[i].name, r->cost_ns, 100 * r->cost_ns / baseline);
+			       "call.\n", run->c.r[i].name, r->cost_ns, 100 * r->cost_ns / baseline);
 		else
-			printf("  %s: %.1f ns, %.0f%% of a system call: %s.\n", clock_defs[i].name,
+			printf("  %s: %.1f ns, %.0f%% of a system call: %s.\n", run->c.r[i].name,
 			       r->cost_ns, 100 * r->cost_ns / baseline,
-			       run->vdso ? "likely a system call (the vDSO fell back to the kernel)"
+			       run->c.vdso ? "likely a system call (the vDSO fell back to the kernel)"
 					 : "a system call (no vDSO)");
 	}
 }
@@ -637,16 +292,16 @@ static void json_str(const char *s)
 
 static void json_raw(const struct run *run, size_t i, const char *key, int64_t raw)
 {
-	printf(", \"%s_ns\": %.3f", key, to_ns(run, i, raw));
-	if (is_tsc_kind(clock_defs[i].kind))
+	printf(", \"%s_ns\": %.3f", key, tb_clockcheck_ns(&run->c, i, raw));
+	if (tb_clockcheck_is_tsc(run->c.r[i].kind))
 		printf(", \"%s_cycles\": %" PRId64, key, raw);
 }
 
 static void json_clock(const struct run *run, size_t i)
 {
-	const struct result *r = &run->r[i];
+	const tb_clock_result *r = &run->c.r[i];
 	printf("{\"name\": ");
-	json_str(clock_defs[i].name);
+	json_str(run->c.r[i].name);
 	printf(", \"available\": %s", r->available ? "true" : "false");
 	if (!r->available) {
 		printf(", \"why_not\": ");
@@ -655,10 +310,10 @@ static void json_clock(const struct run *run, size_t i)
 		return;
 	}
 	printf(", \"used_by_tb_now\": %s, \"read_by\": \"%s\", \"system_call\": %s",
-	       i == MONO ? "true" : "false", read_by(i, r), r->syscall ? "true" : "false");
+	       i == run->v.use ? "true" : "false", read_by(run, i), run->v.syscall[i] ? "true" : "false");
 	printf(", \"resolution_ns\": %.3f, \"cost_ns\": %.3f", r->res_ns, r->cost_ns);
-	if (is_tsc_kind(clock_defs[i].kind))
-		printf(", \"cost_cycles\": %.1f", r->cost_ns * run->tsc_hz / 1e9);
+	if (tb_clockcheck_is_tsc(run->c.r[i].kind))
+		printf(", \"cost_cycles\": %.1f", r->cost_ns * run->c.tsc_hz / 1e9);
 	json_raw(run, i, "p50", r->p50);
 	json_raw(run, i, "p99", r->p99);
 	json_raw(run, i, "max", r->max);
@@ -672,20 +327,20 @@ static void json_clock(const struct run *run, size_t i)
 static void print_json(const struct run *run)
 {
 	printf("{\"clocksource\": ");
-	json_str(run->env.clocksource);
+	json_str(run->c.env.clocksource);
 	printf(", \"clocksources\": ");
-	json_str(run->env.clocksources);
+	json_str(run->c.env.clocksources);
 	printf(", \"tsc_flags\": ");
-	json_str(run->env.tsc_flags);
+	json_str(run->c.env.tsc_flags);
 	printf(", \"tsc_invariant\": %s, \"vdso\": %s, \"samples\": %" PRId64,
-	       run->tsc_invariant ? "true" : "false", run->vdso ? "true" : "false", run->samples);
-	if (run->tsc_hz > 0)
-		printf(", \"tsc_hz\": %.0f", run->tsc_hz);
+	       run->v.tsc_invariant ? "true" : "false", run->c.vdso ? "true" : "false", run->c.samples);
+	if (run->c.tsc_hz > 0)
+		printf(", \"tsc_hz\": %.0f", run->c.tsc_hz);
 	else
 		printf(", \"tsc_hz\": null");
-	printf(", \"pinned_cpu\": %d, \"syscall_ns\": %.3f, \"clocks\": [", run->pinned_cpu,
-	       run->r[BASELINE].cost_ns);
-	for (size_t i = 0; i < NCLOCKS; i++) {
+	printf(", \"pinned_cpu\": %d, \"syscall_ns\": %.3f, \"clocks\": [", run->c.pinned_cpu,
+	       run->c.r[run->c.count - 1].cost_ns);
+	for (size_t i = 0; i < run->c.count; i++) {
 		if (i)
 			printf(", ");
 		json_clock(run, i);
@@ -705,7 +360,7 @@ static void usage(FILE *out)
 		"and the distribution of back-to-back deltas (p50, p99, max, smallest non-zero)\n"
 		"over N reads (default %d, from %d to %d), whether a read makes a system\n"
 		"call, and which clock to use.\n",
-		DEFAULT_SAMPLES, MIN_SAMPLES, MAX_SAMPLES);
+		DEFAULT_SAMPLES, TB_CLOCKCHECK_MIN_SAMPLES, TB_CLOCKCHECK_MAX_SAMPLES);
 }
 
 static int parse(int argc, char **argv, struct run *run)
@@ -715,7 +370,8 @@ static int parse(int argc, char **argv, struct run *run)
 					      {"help", no_argument, 0, 'h'},
 					      {"version", no_argument, 0, 'V'},
 					      {0, 0, 0, 0}};
-	static const tb_unit_spec samples = {TB_UNIT_COUNT, 1, MIN_SAMPLES, MAX_SAMPLES};
+	static const tb_unit_spec samples = {TB_UNIT_COUNT, 1, TB_CLOCKCHECK_MIN_SAMPLES,
+					     TB_CLOCKCHECK_MAX_SAMPLES};
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -723,7 +379,7 @@ static int parse(int argc, char **argv, struct run *run)
 		switch (c) {
 		case 'j': run->json = true; break;
 		case 'n':
-			if (!tb_cli_unit(VERB, "samples", optarg, &samples, &run->samples))
+			if (!tb_cli_unit(VERB, "samples", optarg, &samples, &run->c.samples))
 				return -EINVAL;
 			break;
 		case 'h': usage(stdout); return 1;
@@ -744,19 +400,21 @@ int tb_cmd_clock(int argc, char **argv)
 {
 	static struct run run; /* large (one env, the advice); one per process */
 	memset(&run, 0, sizeof(run));
-	run.samples = DEFAULT_SAMPLES;
+	run.c.samples = DEFAULT_SAMPLES;
 	int rc = parse(argc, argv, &run);
 	if (rc)
 		return rc > 0 ? TB_EXIT_OK : TB_EXIT_USAGE;
-	tb_env_collect(&run.env);
-	run.tsc_invariant = has_word(run.env.tsc_flags, "constant_tsc") &&
-			    has_word(run.env.tsc_flags, "nonstop_tsc");
-	rc = measure_all(&run);
+	rc = tb_clockcheck_init(&run.c, run.c.samples);
+	if (rc == 0) {
+		tb_env_collect(&run.c.env);
+		rc = tb_clockcheck_measure(&run.c);
+	}
 	if (rc < 0) {
-		tb_cli_error(VERB, "cannot measure %" PRId64 " samples: %s", run.samples,
+		tb_cli_error(VERB, "cannot measure %" PRId64 " samples: %s", run.c.samples,
 			     strerror(-rc));
 		return TB_EXIT_INPUT;
 	}
+	tb_clockcheck_judge(&run.c, &run.v);
 	advise(&run);
 	if (run.json)
 		print_json(&run);
