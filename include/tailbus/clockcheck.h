@@ -124,7 +124,8 @@ typedef struct tb_clock_verdict {
 int tb_clockcheck_init(tb_clockcheck *c, int64_t samples);
 
 /* Measure every row (see above), pinned to the current CPU for the duration
- * and unpinned after. c->env must be filled. Returns 0, -ENOMEM, or -EINVAL. */
+ * and unpinned after. Once per tb_clockcheck_init (the counts add up), with
+ * c->env filled. Returns 0, -ENOMEM, or -EINVAL. */
 int tb_clockcheck_measure(tb_clockcheck *c);
 
 /* Derive v from c's figures and environment; reads no clock. Returns 0 or
