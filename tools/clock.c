@@ -38,6 +38,7 @@
 #include "cli.h"
 #include "tailbus/env.h"
 #include "tailbus/hist.h"
+#include "tailbus/json.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -621,20 +622,6 @@ static void print_text(const struct run *run)
 	print_wrapped(run->advice, "  ");
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			putchar('\\');
-		if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static void json_raw(const struct run *run, size_t i, const char *key, int64_t raw)
 {
 	printf(", \"%s_ns\": %.3f", key, to_ns(run, i, raw));
@@ -646,11 +633,11 @@ static void json_clock(const struct run *run, size_t i)
 {
 	const struct result *r = &run->r[i];
 	printf("{\"name\": ");
-	json_str(clock_defs[i].name);
+	tb_json_string(stdout, clock_defs[i].name);
 	printf(", \"available\": %s", r->available ? "true" : "false");
 	if (!r->available) {
 		printf(", \"why_not\": ");
-		json_str(r->why_not);
+		tb_json_string(stdout, r->why_not);
 		putchar('}');
 		return;
 	}
@@ -672,11 +659,11 @@ static void json_clock(const struct run *run, size_t i)
 static void print_json(const struct run *run)
 {
 	printf("{\"clocksource\": ");
-	json_str(run->env.clocksource);
+	tb_json_string(stdout, run->env.clocksource);
 	printf(", \"clocksources\": ");
-	json_str(run->env.clocksources);
+	tb_json_string(stdout, run->env.clocksources);
 	printf(", \"tsc_flags\": ");
-	json_str(run->env.tsc_flags);
+	tb_json_string(stdout, run->env.tsc_flags);
 	printf(", \"tsc_invariant\": %s, \"vdso\": %s, \"samples\": %" PRId64,
 	       run->tsc_invariant ? "true" : "false", run->vdso ? "true" : "false", run->samples);
 	if (run->tsc_hz > 0)
@@ -691,7 +678,7 @@ static void print_json(const struct run *run)
 		json_clock(run, i);
 	}
 	printf("], \"recommendation\": ");
-	json_str(run->advice);
+	tb_json_string(stdout, run->advice);
 	printf("}\n");
 }
 
