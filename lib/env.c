@@ -234,7 +234,7 @@ static const char *const tsc_flag_names[] = {"tsc",	    "rdtscp",	      "constan
 					     "nonstop_tsc", "tsc_known_freq", "tsc_reliable",
 					     "tsc_adjust"};
 
-static bool has_word(const char *list, size_t len, const char *word)
+bool tb_env_has_word(const char *list, size_t len, const char *word)
 {
 	size_t wlen = strlen(word);
 	const char *p = list, *end = list + len;
@@ -255,7 +255,7 @@ static void tsc_flags_from(tb_env *e, const char *flags, size_t len)
 {
 	e->tsc_flags[0] = '\0';
 	for (size_t i = 0; i < sizeof(tsc_flag_names) / sizeof(tsc_flag_names[0]); i++)
-		if (has_word(flags, len, tsc_flag_names[i]))
+		if (tb_env_has_word(flags, len, tsc_flag_names[i]))
 			append(e->tsc_flags, sizeof(e->tsc_flags), "%s%s", e->tsc_flags[0] ? " " : "",
 			       tsc_flag_names[i]);
 	if (!e->tsc_flags[0])
