@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "tailbus/bus.h"
+#include "tailbus/grow.h"
 #include "tailbus/json.h"
 
 #define VERB "ls"
@@ -68,14 +69,8 @@ static void usage(FILE *out)
 static int collect(const tb_bus_status *st, void *arg)
 {
 	struct list *l = arg;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct entry *e = realloc(l->e, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		l->e = e;
-		l->cap = cap;
-	}
+	if (tb_grow_n((void **)&l->e, &l->cap, l->n + 1, 16, sizeof(*l->e)) < 0)
+		return -ENOMEM;
 	l->e[l->n++] = (struct entry){.st = *st};
 	return 0;
 }
