@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tailbus/grow.h"
+
 /* "-N" suffixes tried for one start second before giving up. */
 #define NAME_SUFFIX_MAX 1000
 /* UTC start in file names: YYYYmmddTHHMMSSZ */
@@ -197,15 +199,9 @@ static int list_logs(DIR *d, const char *bus, struct log_name **out, size_t *cou
 	while ((e = readdir(d))) {
 		if (!parse_log_name(e->d_name, bus, &one))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			struct log_name *nv = realloc(v, ncap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = ncap;
+		if (tb_grow_n((void **)&v, &cap, n + 1, 16, sizeof(*v)) < 0) {
+			free(v);
+			return -ENOMEM;
 		}
 		v[n++] = one;
 	}

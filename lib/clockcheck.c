@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tailbus/hist.h"
+#include "tailbus/env.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -144,13 +145,10 @@ static double cost_ns(const struct clock_def *def, int64_t n)
 
 /* ---- what can be measured here ---- */
 
+/* word is one of the blank-separated words of an env field (tailbus/env.h). */
 static bool has_word(const char *list, const char *word)
 {
-	size_t n = strlen(word);
-	for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
-		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-			return true;
-	return false;
+	return tb_env_has_word(list, strlen(list), word);
 }
 
 #ifdef HAVE_TSC

@@ -12,6 +12,7 @@
  * three formatters and the accessors walk that table in its order.
  */
 #include "tailbus/env.h"
+#include "tailbus/json.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -233,7 +234,7 @@ static const char *const tsc_flag_names[] = {"tsc",	    "rdtscp",	      "constan
 					     "nonstop_tsc", "tsc_known_freq", "tsc_reliable",
 					     "tsc_adjust"};
 
-static bool has_word(const char *list, size_t len, const char *word)
+bool tb_env_has_word(const char *list, size_t len, const char *word)
 {
 	size_t wlen = strlen(word);
 	const char *p = list, *end = list + len;
@@ -254,7 +255,7 @@ static void tsc_flags_from(tb_env *e, const char *flags, size_t len)
 {
 	e->tsc_flags[0] = '\0';
 	for (size_t i = 0; i < sizeof(tsc_flag_names) / sizeof(tsc_flag_names[0]); i++)
-		if (has_word(flags, len, tsc_flag_names[i]))
+		if (tb_env_has_word(flags, len, tsc_flag_names[i]))
 			append(e->tsc_flags, sizeof(e->tsc_flags), "%s%s", e->tsc_flags[0] ? " " : "",
 			       tsc_flag_names[i]);
 	if (!e->tsc_flags[0])
@@ -566,21 +567,6 @@ int tb_env_format_text(const tb_env *e, FILE *f)
 	return ferror(f) ? -EIO : 0;
 }
 
-static void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 int tb_env_format_json(const tb_env *e, FILE *f)
 {
 	if (!e || !f)
@@ -588,7 +574,7 @@ int tb_env_format_json(const tb_env *e, FILE *f)
 	fputc('{', f);
 	for (size_t i = 0; i < NFIELDS; i++) {
 		fprintf(f, "%s\"%s\": ", i ? ", " : "", fields[i].key);
-		json_string(f, tb_env_value(e, i));
+		tb_json_string(f, tb_env_value(e, i));
 	}
 	fputc('}', f);
 	return ferror(f) ? -EIO : 0;

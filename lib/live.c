@@ -107,7 +107,8 @@ static int stable_copy(const tb_seg *s, uint32_t id, uint32_t age, struct copy *
 		rc = try_copy(s, id, age, c);
 		if (rc == -EAGAIN && c->grow) {
 			/* at least doubled, to at most TB_LIVE_FRAME_MAX (copy_frame
-			 * checked the length): a few growths at most */
+			 * checked the length): a few growths at most. Not tb_grow,
+			 * whose doubling could pass that cap. */
 			size_t want = c->iv.hist_len > 2 * c->hist_cap ? c->iv.hist_len : 2 * c->hist_cap;
 			if (want > TB_LIVE_FRAME_MAX)
 				want = TB_LIVE_FRAME_MAX;

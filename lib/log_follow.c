@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "tailbus/codec.h"
+#include "tailbus/grow.h"
 
 #define READ_CHUNK ((size_t)1 << 20)
 
@@ -223,21 +224,6 @@ static ssize_t take_lines(tb_log_follow *f, const char *buf, size_t n)
 	return (ssize_t)end;
 }
 
-static int grow_buf(tb_log_follow *f, size_t need)
-{
-	if (need <= f->buf_cap)
-		return 0;
-	size_t cap = f->buf_cap ? f->buf_cap : READ_CHUNK;
-	while (cap < need)
-		cap *= 2;
-	char *p = realloc(f->buf, cap);
-	if (!p)
-		return -ENOMEM;
-	f->buf = p;
-	f->buf_cap = cap;
-	return 0;
-}
-
 /* A line longer than TB_LOG_FOLLOW_LINE_MAX: count it bad, drop it up to its end. */
 static void skip_overlong(tb_log_follow *f, size_t *have)
 {
@@ -259,7 +245,7 @@ int tb_log_follow_poll(tb_log_follow *f)
 		start_over(f);
 	size_t have = 0;
 	for (;;) {
-		if (grow_buf(f, have + READ_CHUNK) < 0)
+		if (tb_grow((void **)&f->buf, &f->buf_cap, have + READ_CHUNK, READ_CHUNK) < 0)
 			return -ENOMEM;
 		ssize_t got = pread(f->fd, f->buf + have, READ_CHUNK, f->offset + (off_t)have);
 		if (got < 0 && errno == EINTR)

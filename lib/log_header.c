@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "tailbus/env.h"
+#include "tailbus/grow.h"
 
 int tb_log_env_next(const char *text, size_t len, size_t *pos, tb_log_env_field *f)
 {
@@ -162,14 +163,10 @@ int tb_log_open_loop_scan(const char *text, size_t len, tb_log_open_loop_marks *
 		case MARK_UNTAGGED: m->untagged = true; break;
 		case NOT_A_MARK: break;
 		case MARK_TAG:
-			if (m->ntags == cap) {
-				cap = cap ? 2 * cap : 16;
-				tb_log_mark *tags = realloc(m->tags, cap * sizeof(*tags));
-				if (!tags) {
-					tb_log_open_loop_marks_free(m);
-					return -ENOMEM;
-				}
-				m->tags = tags;
+			if (tb_grow_n((void **)&m->tags, &cap, m->ntags + 1, 16,
+				      sizeof(*m->tags)) < 0) {
+				tb_log_open_loop_marks_free(m);
+				return -ENOMEM;
 			}
 			m->tags[m->ntags++] = mark;
 			break;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "tailbus/codec.h"
+#include "tailbus/grow.h"
 
 #define FIRST_SLOTS 64
 #define FNV_OFFSET 14695981039346656037ULL
@@ -73,14 +74,9 @@ long tb_log_merge_find(const tb_log_merge *m, const char *tag)
 /* Room for one more tag, in the array and in the table. */
 static int make_room(tb_log_merge *m)
 {
-	if (m->ntags == m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : FIRST_SLOTS / 2;
-		tb_log_merge_tag *tags = realloc(m->tags, cap * sizeof(*tags));
-		if (!tags)
-			return -ENOMEM;
-		m->tags = tags;
-		m->cap = cap;
-	}
+	if (tb_grow_n((void **)&m->tags, &m->cap, m->ntags + 1, FIRST_SLOTS / 2,
+		      sizeof(*m->tags)) < 0)
+		return -ENOMEM;
 	if (2 * (m->ntags + 1) < m->nslots)
 		return 0;
 	size_t n = m->nslots ? 2 * m->nslots : FIRST_SLOTS;

@@ -319,6 +319,28 @@ static void text_has_one_line_per_field(void **state)
 	free(text);
 }
 
+static bool has(const char *list, const char *word)
+{
+	return tb_env_has_word(list, strlen(list), word);
+}
+
+static void has_word_matches_whole_words(void **state)
+{
+	(void)state;
+	const char *flags = "fpu tsc rdtscp constant_tsc nonstop_tsc";
+	assert_true(has(flags, "fpu"));
+	assert_true(has(flags, "tsc"));
+	assert_true(has(flags, "nonstop_tsc"));
+	assert_false(has(flags, "nonstop"));
+	assert_false(has(flags, "rdtsc"));
+	assert_false(has("constant_tsc", "tsc"));
+	assert_true(has("  a\tb\n", "b")); /* any blank separates */
+	assert_true(has("ro tsc=unstable quiet", "tsc=unstable"));
+	assert_false(has("", "tsc"));
+	assert_false(tb_env_has_word("tscx", 3, "tscx")); /* only len bytes */
+	assert_true(tb_env_has_word("tscx", 3, "tsc"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +354,7 @@ int main(void)
 		cmocka_unit_test(json_parses_back_to_the_fields),
 		cmocka_unit_test(json_escapes_quotes_backslashes_and_controls),
 		cmocka_unit_test(text_has_one_line_per_field),
+		cmocka_unit_test(has_word_matches_whole_words),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,26 +156,6 @@ void tb_cli_env_json(FILE *out)
 	tb_env_format_json(&e, out);
 }
 
-void tb_cli_json_string_n(FILE *out, const char *s, size_t n)
-{
-	fputc('"', out);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
-
-void tb_cli_json_string(FILE *out, const char *s)
-{
-	tb_cli_json_string_n(out, s, strlen(s));
-}
-
 bool tb_cli_no_operands(const char *verb, int argc, char **argv)
 {
 	if (optind >= argc)

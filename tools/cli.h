@@ -44,10 +44,6 @@ void tb_cli_fmt_ns(char *buf, size_t cap, double ns);
 bool tb_cli_parse_double(const char *s, double *out);
 bool tb_cli_parse_i64(const char *s, int64_t *out);
 
-/* s as a JSON string literal, quotes and escapes included. */
-void tb_cli_json_string(FILE *out, const char *s);
-void tb_cli_json_string_n(FILE *out, const char *s, size_t n);
-
 /* Text taken from a log (tags, env values, comments) for a terminal, in
  * every text format: control bytes (C0 and DEL) as \xNN, as tb_cli_error
  * writes them, so a log cannot drive the terminal. tb_cli_escape writes

@@ -51,6 +51,7 @@
 #include "cli.h"
 #include "plot.h"
 #include "tailbus/compare.h"
+#include "tailbus/json.h"
 #include "tailbus/log.h"
 #include "tailbus/log_merge.h"
 #include "tailbus/report.h"
@@ -346,7 +347,7 @@ static void print_json_tag(FILE *out, const char *tag, const size_t *nruns,
 			   const struct figure *fig, int64_t *const totals[SIDES])
 {
 	fputs("{\"tag\":", out);
-	tb_cli_json_string(out, tag);
+	tb_json_string(out, tag);
 	for (int s = 0; s < SIDES; s++) {
 		fprintf(out, ",\"%s\":{\"counts\":[", s ? "b" : "a");
 		for (size_t i = 0; i < nruns[s]; i++)
@@ -493,7 +494,7 @@ static void json_files(FILE *out, const struct side *side)
 	fputc('[', out);
 	for (size_t i = 0; i < side->nruns; i++) {
 		fputs(i ? "," : "", out);
-		tb_cli_json_string(out, side->runs[i].path);
+		tb_json_string(out, side->runs[i].path);
 	}
 	fputc(']', out);
 }
@@ -557,9 +558,9 @@ static int report(const struct options *o, const struct side *sides)
 	if (o->format == FMT_JSON) {
 		/* where each side was measured: its first run's log header, "" if unknown */
 		fputs("],\"env\":{\"a\":", out);
-		tb_cli_json_string(out, sides[0].runs[0].env);
+		tb_json_string(out, sides[0].runs[0].env);
 		fputs(",\"b\":", out);
-		tb_cli_json_string(out, sides[1].runs[0].env);
+		tb_json_string(out, sides[1].runs[0].env);
 		fputs("}}\n", out);
 	}
 	if (compared == 0) {

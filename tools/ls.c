@@ -21,6 +21,8 @@
 
 #include "cli.h"
 #include "tailbus/bus.h"
+#include "tailbus/grow.h"
+#include "tailbus/json.h"
 
 #define VERB "ls"
 #define NS_PER_SEC 1e9
@@ -67,14 +69,8 @@ static void usage(FILE *out)
 static int collect(const tb_bus_status *st, void *arg)
 {
 	struct list *l = arg;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct entry *e = realloc(l->e, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		l->e = e;
-		l->cap = cap;
-	}
+	if (tb_grow_n((void **)&l->e, &l->cap, l->n + 1, 16, sizeof(*l->e)) < 0)
+		return -ENOMEM;
 	l->e[l->n++] = (struct entry){.st = *st};
 	return 0;
 }
@@ -193,19 +189,19 @@ static void print_json(const struct list *l, const struct options *o, int64_t no
 	for (int i = 0; i < ndirs; i++) {
 		if (i)
 			putchar(',');
-		tb_cli_json_string(stdout, dirs[i]);
+		tb_json_string(stdout, dirs[i]);
 	}
 	printf("],\"buses\":[");
 	for (size_t i = 0; i < l->n; i++) {
 		const tb_bus_status *st = &l->e[i].st;
 		printf("%s{\"bus\":", i ? "," : "");
-		tb_cli_json_string(stdout, st->bus);
+		tb_json_string(stdout, st->bus);
 		printf(",\"segment\":");
-		tb_cli_json_string(stdout, st->path);
+		tb_json_string(stdout, st->path);
 		printf(",\"size\":%" PRIu64, st->size);
 		if (st->error) {
 			printf(",\"error\":");
-			tb_cli_json_string(stdout, st->why);
+			tb_json_string(stdout, st->why);
 		} else {
 			printf(",\"page_size\":%" PRIu64 ",\"collector\":\"%s\",\"collector_pid\":%d,"
 			       "\"heartbeat_age_s\":",

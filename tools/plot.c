@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "tailbus/grow.h"
 #include "tailbus/summary.h"
 
 /* Canvas and plot area, in SVG user units (pixels at 100%). The legend sits in
@@ -564,17 +565,11 @@ int tb_plot_spectrum_points(const tb_hist *h, int ticks, tb_plot_point **points,
 			(*points)[*n - 1].y = fmax((*points)[*n - 1].y, (double)it.value);
 			continue;
 		}
-		if (*n == cap) {
-			size_t grown = cap ? 2 * cap : 256;
-			tb_plot_point *p = realloc(*points, grown * sizeof(*p));
-			if (!p) {
-				free(*points);
-				*points = NULL;
-				*n = 0;
-				return -ENOMEM;
-			}
-			*points = p;
-			cap = grown;
+		if (tb_grow_n((void **)points, &cap, *n + 1, 256, sizeof(**points)) < 0) {
+			free(*points);
+			*points = NULL;
+			*n = 0;
+			return -ENOMEM;
 		}
 		(*points)[(*n)++] = (tb_plot_point){x, (double)it.value};
 	}

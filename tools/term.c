@@ -16,6 +16,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "tailbus/grow.h"
+
 /* Terminal size when the terminal cannot tell. */
 #define DEFAULT_ROWS 24
 #define DEFAULT_COLS 80
@@ -161,16 +163,8 @@ enum term_event term_wait(struct term *t, int timeout_ms)
 
 static void append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
 {
-	if (*len + n > *cap) {
-		size_t c = *cap ? *cap : 4096;
-		while (c < *len + n)
-			c *= 2;
-		char *grown = realloc(*buf, c);
-		if (!grown)
-			return;
-		*buf = grown;
-		*cap = c;
-	}
+	if (tb_grow((void **)buf, cap, *len + n, 4096) < 0)
+		return;
 	memcpy(*buf + *len, p, n);
 	*len += n;
 }

@@ -26,6 +26,7 @@
 #ifndef TAILBUS_ENV_H
 #define TAILBUS_ENV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -79,6 +80,11 @@ const char *tb_env_key(size_t i);
 const char *tb_env_value(const tb_env *e, size_t i);
 /* The value of `key`, or NULL for an unknown key. */
 const char *tb_env_get(const tb_env *e, const char *key);
+
+/* Whether `word` is one of the blank-separated words of the len bytes at
+ * list: a /proc/cpuinfo flags line, or a list field such as clocksources,
+ * tsc_flags or cmdline ("tsc" does not match "constant_tsc"). */
+bool tb_env_has_word(const char *list, size_t len, const char *word);
 
 /* Fill `e`. Returns 0, or -EINVAL for a NULL pointer; an unreadable source
  * gives "unknown" in its field, never an error. */

@@ -16,6 +16,12 @@ extern "C" {
  * and *cap as they were. */
 int tb_grow(void **buf, size_t *cap, size_t need, size_t first);
 
+/* tb_grow for an array of `size`-byte elements: *cap, need and first count
+ * elements, and grow by the same doubling. Returns 0, or -ENOMEM (also when
+ * the bytes would overflow a size_t) with *buf and *cap as they were, or
+ * -EINVAL for a zero size. */
+int tb_grow_n(void **buf, size_t *cap, size_t need, size_t first, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

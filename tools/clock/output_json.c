@@ -5,20 +5,7 @@
 #include <stdio.h>
 
 #include "clock.h"
-
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			putchar('\\');
-		if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
+#include "tailbus/json.h"
 
 static void json_raw(const struct run *run, size_t i, const char *key, int64_t raw)
 {
@@ -31,11 +18,11 @@ static void json_clock(const struct run *run, size_t i)
 {
 	const tb_clock_result *r = &run->c.r[i];
 	printf("{\"name\": ");
-	json_str(run->c.r[i].name);
+	tb_json_string(stdout, run->c.r[i].name);
 	printf(", \"available\": %s", r->available ? "true" : "false");
 	if (!r->available) {
 		printf(", \"why_not\": ");
-		json_str(r->why_not);
+		tb_json_string(stdout, r->why_not);
 		putchar('}');
 		return;
 	}
@@ -57,11 +44,11 @@ static void json_clock(const struct run *run, size_t i)
 void clock_print_json(const struct run *run)
 {
 	printf("{\"clocksource\": ");
-	json_str(run->c.env.clocksource);
+	tb_json_string(stdout, run->c.env.clocksource);
 	printf(", \"clocksources\": ");
-	json_str(run->c.env.clocksources);
+	tb_json_string(stdout, run->c.env.clocksources);
 	printf(", \"tsc_flags\": ");
-	json_str(run->c.env.tsc_flags);
+	tb_json_string(stdout, run->c.env.tsc_flags);
 	printf(", \"tsc_invariant\": %s, \"vdso\": %s, \"samples\": %" PRId64,
 	       run->v.tsc_invariant ? "true" : "false", run->c.vdso ? "true" : "false", run->c.samples);
 	if (run->c.tsc_hz > 0)
@@ -76,6 +63,6 @@ void clock_print_json(const struct run *run)
 		json_clock(run, i);
 	}
 	printf("], \"recommendation\": ");
-	json_str(run->advice);
+	tb_json_string(stdout, run->advice);
 	printf("}\n");
 }

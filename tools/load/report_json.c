@@ -12,13 +12,14 @@
 #include "../cli.h"
 #include "load.h"
 #include "tailbus/analysis.h"
+#include "tailbus/json.h"
 
 /* The figures of one histogram as JSON members, after "metric" when given. */
 static void json_summary(const char *metric, const tb_summary *s)
 {
 	if (metric) {
 		printf("\"metric\":");
-		tb_cli_json_string(stdout, metric);
+		tb_json_string(stdout, metric);
 		printf(",");
 	}
 	printf("\"count\":%" PRId64 ",\"min\":%" PRId64, s->total, s->min);
@@ -75,7 +76,7 @@ void load_report_json(const struct result *res, size_t n, const struct config *c
 {
 	printf("{\"bus\":");
 	if (c->bus)
-		tb_cli_json_string(stdout, c->bus);
+		tb_json_string(stdout, c->bus);
 	else
 		printf("null");
 	printf(",\"record\":%s", b->off ? "false" : "true");

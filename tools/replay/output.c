@@ -24,6 +24,7 @@
 
 #include "../cli.h"
 #include "replay.h"
+#include "tailbus/json.h"
 #include "tailbus/log.h"
 #include "tailbus/log_merge.h"
 #include "tailbus/report.h"
@@ -123,9 +124,9 @@ static void env_ignore(FILE *out, int k, const tb_log_env_field *f)
 static void env_json_member(FILE *out, int k, const tb_log_env_field *f)
 {
 	fputs(k ? "," : "", out);
-	tb_cli_json_string_n(out, f->key, f->key_len);
+	tb_json_string_n(out, f->key, f->key_len);
 	fputc(':', out);
-	tb_cli_json_string_n(out, f->value, f->value_len);
+	tb_json_string_n(out, f->value, f->value_len);
 }
 
 static void env_text_item(FILE *out, int k, const tb_log_env_field *f)
@@ -147,7 +148,7 @@ void replay_print_json(FILE *out, const struct state *st)
 		tb_summary s;
 		tb_summarize(&m->hist, &s);
 		fprintf(out, "%s{\"tag\":", i ? "," : "");
-		tb_cli_json_string(out, m->name);
+		tb_json_string(out, m->name);
 		fprintf(out, ",\"intervals\":%zu,\"count\":%" PRId64 ",\"min\":%" PRId64,
 			m->intervals, s.total, s.min);
 		for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)

@@ -28,6 +28,7 @@
 #include "replay.h"
 #include "tailbus/co.h"
 #include "tailbus/codec.h"
+#include "tailbus/grow.h"
 #include "tailbus/log.h"
 #include "tailbus/log_merge.h"
 
@@ -43,15 +44,11 @@ static long tag_index(struct state *st, const char *name, const tb_hist *first)
 		st->too_many_tags = true;
 		return -EUSERS;
 	}
-	if (st->merge.ntags == st->info_cap) {
-		size_t cap = st->info_cap ? 2 * st->info_cap : 64;
-		struct tag_info *info = realloc(st->info, cap * sizeof(*info));
-		if (!info)
-			return -ENOMEM;
-		memset(info + st->info_cap, 0, (cap - st->info_cap) * sizeof(*info));
-		st->info = info;
-		st->info_cap = cap;
-	}
+	size_t had = st->info_cap;
+	if (tb_grow_n((void **)&st->info, &st->info_cap, st->merge.ntags + 1, 64,
+		      sizeof(*st->info)) < 0)
+		return -ENOMEM;
+	memset(st->info + had, 0, (st->info_cap - had) * sizeof(*st->info));
 	t = tb_log_merge_tag_of(&st->merge, name, first);
 	return t == -EINVAL ? -ENOMEM : t;
 }
@@ -59,14 +56,9 @@ static long tag_index(struct state *st, const char *name, const tb_hist *first)
 static int keep_line(struct state *st, size_t tag, size_t file, const tb_log_entry *e,
 		     const char *payload, size_t payload_len)
 {
-	if (st->nkept == st->kept_cap) {
-		size_t cap = st->kept_cap ? 2 * st->kept_cap : 1024;
-		struct kept *k = realloc(st->kept, cap * sizeof(*k));
-		if (!k)
-			return -ENOMEM;
-		st->kept = k;
-		st->kept_cap = cap;
-	}
+	if (tb_grow_n((void **)&st->kept, &st->kept_cap, st->nkept + 1, 1024,
+		      sizeof(*st->kept)) < 0)
+		return -ENOMEM;
 	st->kept[st->nkept] = (struct kept){tag, file, e->start_abs_sec, e->length_sec, e->max_field,
 					    payload, payload_len, st->nkept};
 	st->nkept++;
@@ -75,14 +67,9 @@ static int keep_line(struct state *st, size_t tag, size_t file, const tb_log_ent
 
 static int add_row(struct state *st, size_t tag, const tb_hist *h, const tb_log_entry *e)
 {
-	if (st->nrows == st->rows_cap) {
-		size_t cap = st->rows_cap ? 2 * st->rows_cap : 1024;
-		struct row *rows = realloc(st->rows, cap * sizeof(*rows));
-		if (!rows)
-			return -ENOMEM;
-		st->rows = rows;
-		st->rows_cap = cap;
-	}
+	if (tb_grow_n((void **)&st->rows, &st->rows_cap, st->nrows + 1, 1024,
+		      sizeof(*st->rows)) < 0)
+		return -ENOMEM;
 	struct row *row = &st->rows[st->nrows++];
 	row->tag = tag;
 	tb_interval_figures_of(h, e->start_abs_sec, e->length_sec, &row->f);

@@ -9,12 +9,13 @@
 
 #include "cli.h"
 #include "top.h"
+#include "tailbus/json.h"
 
 /* JSON vocabulary (docs/json.md): a row is a bus's "metric" or a log's "tag". */
 static void json_row(FILE *out, const struct top_row *r, bool from_log)
 {
 	fprintf(out, "{\"%s\":", from_log ? "tag" : "metric");
-	tb_cli_json_string(out, r->name);
+	tb_json_string(out, r->name);
 	fprintf(out, ",\"intervals\":%u,\"span_s\":%.3f,\"rate\":%.3f,\"count\":%" PRId64,
 		r->intervals, r->span_s, r->rate, r->count);
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
@@ -43,7 +44,7 @@ static void json_row(FILE *out, const struct top_row *r, bool from_log)
 		fprintf(out, ",\"age_s\":%.3f", r->age_s);
 	if (r->error) {
 		fprintf(out, ",\"error\":");
-		tb_cli_json_string(out, r->error);
+		tb_json_string(out, r->error);
 	}
 	fputc('}', out);
 }
@@ -53,12 +54,12 @@ void top_print_json(FILE *out, const struct top_snap *sn)
 	fprintf(out, "{\"bus\":");
 	if (sn->from_log) {
 		fprintf(out, "null,\"log\":");
-		tb_cli_json_string(out, sn->source);
+		tb_json_string(out, sn->source);
 		fprintf(out, ",\"intervals_read\":%zu,\"bad_lines\":%zu", sn->log_intervals, sn->bad_lines);
 	} else {
-		tb_cli_json_string(out, sn->source);
+		tb_json_string(out, sn->source);
 		fprintf(out, ",\"segment\":");
-		tb_cli_json_string(out, sn->path);
+		tb_json_string(out, sn->path);
 		fprintf(out, ",\"page_size\":%" PRIu64 ",\"hugepages\":%s,\"collector_pid\":%d,"
 			     "\"collector_running\":%s,\"rings_live\":%u,\"ring_drops\":%" PRIu64
 			     ",\"ring_folded\":%" PRIu64 ",\"drain_threads\":%u,\"drain_longest_pass_us\":%u,"

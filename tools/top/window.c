@@ -20,6 +20,7 @@
 
 #include "cli.h"
 #include "top.h"
+#include "tailbus/grow.h"
 
 /* How many intervals of `interval_ns` make `window_ns` (the nearest whole
  * number), within 1..cap; whole seconds when the interval is not known. */
@@ -118,14 +119,8 @@ void top_window_finish(const struct top_window *a, struct top_row *r, int64_t no
 
 struct top_row *top_add_row(struct top_snap *sn)
 {
-	if (sn->nrows == sn->cap) {
-		size_t cap = sn->cap ? 2 * sn->cap : 16;
-		struct top_row *rows = realloc(sn->rows, cap * sizeof(*rows));
-		if (!rows)
-			return NULL;
-		sn->rows = rows;
-		sn->cap = cap;
-	}
+	if (tb_grow_n((void **)&sn->rows, &sn->cap, sn->nrows + 1, 16, sizeof(*sn->rows)) < 0)
+		return NULL;
 	struct top_row *r = &sn->rows[sn->nrows++];
 	memset(r, 0, sizeof(*r));
 	return r;
