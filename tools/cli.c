@@ -111,6 +111,20 @@ void tb_cli_bad_option(const char *verb, int c, const char *arg, void (*usage)(F
 		usage(stderr);
 }
 
+int tb_cli_common_option(const char *verb, int c, char **argv, void (*usage)(FILE *out))
+{
+	if (c == 'h') {
+		usage(stdout);
+		return 1;
+	}
+	if (c == 'V') {
+		tb_cli_version();
+		return 1;
+	}
+	tb_cli_bad_option(verb, c, argv[optind - 1], usage);
+	return -EINVAL;
+}
+
 void tb_cli_version(void)
 {
 	printf("tailbus %s\n", tb_version());

@@ -34,6 +34,10 @@ bool tb_cli_unit(const char *verb, const char *opt, const char *arg, const tb_un
  * not after a missing value, `usage` (when not NULL) prints the verb's usage
  * on stderr. */
 void tb_cli_bad_option(const char *verb, int c, const char *arg, void (*usage)(FILE *out));
+/* What a verb's getopt switch leaves to its default case: --help (its usage
+ * on stdout) and --version print and give 1 (the verb then exits 0);
+ * anything else is refused as tb_cli_bad_option says and gives -EINVAL. */
+int tb_cli_common_option(const char *verb, int c, char **argv, void (*usage)(FILE *out));
 /* --version: "tailbus VERSION" on stdout (the same for every verb). */
 void tb_cli_version(void);
 /* True when getopt left no operand; else one sentence naming the first. */

@@ -173,8 +173,6 @@ static int parse(int argc, char **argv, struct model *m, const char **log)
 		const char *name = longs[idx].name;
 		bool ok = true;
 		switch (c) {
-		case 'h': usage(stdout); return 1;
-		case 'V': tb_cli_version(); return 1;
 		case 'o': *log = optarg; break;
 		case 'r':
 			ok = tb_cli_unit(VERB, name, optarg, &rate_spec, &v);
@@ -184,8 +182,7 @@ static int parse(int argc, char **argv, struct model *m, const char **log)
 		case 'd': ok = tb_cli_unit(VERB, name, optarg, &duration_spec, &m->duration_ns); break;
 		case 's': ok = tb_cli_unit(VERB, name, optarg, &stall_spec, &m->stall_ns); break;
 		default:
-			tb_cli_bad_option(VERB, c, argv[optind - 1], usage);
-			return -EINVAL;
+			return tb_cli_common_option(VERB, c, argv, usage);
 		}
 		if (!ok)
 			return -EINVAL;

@@ -49,11 +49,8 @@ static int parse(int argc, char **argv, struct run *run)
 			if (!tb_cli_unit(VERB, "samples", optarg, &samples, &run->c.samples))
 				return -EINVAL;
 			break;
-		case 'h': usage(stdout); return 1;
-		case 'V': tb_cli_version(); return 1;
 		default:
-			tb_cli_bad_option(VERB, c, argv[optind - 1], usage);
-			return -EINVAL;
+			return tb_cli_common_option(VERB, c, argv, usage);
 		}
 	}
 	if (!tb_cli_no_operands(VERB, argc, argv)) {

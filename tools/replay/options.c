@@ -218,11 +218,8 @@ int replay_parse_options(int argc, char **argv, struct options *o)
 			ok = tb_cli_unit(VERB, name, optarg, &max_tags_spec, &n);
 			o->max_tags = (size_t)n;
 			break;
-		case 'h': usage(stdout); return 1;
-		case 'V': tb_cli_version(); return 1;
 		default:
-			tb_cli_bad_option(VERB, c, argv[optind - 1], usage);
-			return -EINVAL;
+			return tb_cli_common_option(VERB, c, argv, usage);
 		}
 		if (!ok)
 			return -EINVAL;

@@ -94,11 +94,8 @@ int top_parse_options(int argc, char **argv, struct top_options *o)
 			if (!tb_cli_unit(TOP_VERB, "interval-ms", optarg, &refresh_spec, &o->refresh_ns))
 				return -EINVAL;
 			break;
-		case 'h': usage(stdout); return 1;
-		case 'V': tb_cli_version(); return 1;
 		default:
-			tb_cli_bad_option(TOP_VERB, c, argv[optind - 1], usage);
-			return -EINVAL;
+			return tb_cli_common_option(TOP_VERB, c, argv, usage);
 		}
 	}
 	return check_options(o, argc, argv);
