@@ -141,11 +141,11 @@ static int slot_rows(tb_collector *c, int bank, double start, const uint64_t *dr
 		x.dropped = drops[i];
 		x.high_water = t->high_water;
 		x.gap_ns = gap_ns;
-		rc = sidecar_row(&c->closer.side, start, "ring", name, &mc, &x);
+		rc = sidecar_row(&c->closer.sidecar, start, "ring", name, &mc, &x);
 		++*rows;
 		if (rc == 0 && t->bad_events) {
 			tb_metric_counts bad = {.events = t->bad_events};
-			rc = sidecar_row(&c->closer.side, start, "ring-bad-events", name, &bad, &no_extra);
+			rc = sidecar_row(&c->closer.sidecar, start, "ring-bad-events", name, &bad, &no_extra);
 		}
 		memset(t, 0, sizeof(*t));
 	}
@@ -199,7 +199,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 		x.gap_ns = s.longest_gap_ns;
 		x.pass_ns = s.longest_pass_ns;
 		x.self_pause_ns = s.longest_self_pause_ns;
-		rc = sidecar_row(&c->closer.side, start, "drain", name, &mc, &x);
+		rc = sidecar_row(&c->closer.sidecar, start, "drain", name, &mc, &x);
 		if (s.longest_pass_ns > worst_pass)
 			worst_pass = s.longest_pass_ns;
 		if (s.longest_self_pause_ns > worst_self)
@@ -294,7 +294,7 @@ static int close_metric(tb_collector *c, uint16_t m, int bank, double base, int6
 			return n;
 		log->len += (size_t)n;
 	}
-	return sidecar_row(&c->closer.side, start_sec, "metric", tag, mc, &no_extra);
+	return sidecar_row(&c->closer.sidecar, start_sec, "metric", tag, mc, &no_extra);
 }
 
 bool tb_closer_due(const tb_collector *c)
@@ -331,7 +331,7 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	tb_accounts_take(c, bank); /* before the ring rows clear the tallies */
 	uint64_t bus_drops = fresh_drops + k->drops_carried;
 	uint32_t published = 0;
-	k->log.len = k->side.len = 0;
+	k->log.len = k->sidecar.len = 0;
 	int64_t drain_gap;
 	int rc = drain_rows(c, start_sec, &drain_gap);
 	if (drain_gap > k->longest_gap_ns)
@@ -369,8 +369,8 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	k->drops_carried = published ? 0 : fresh_drops;
 	k->gap_carried = published ? 0 : gap_ns;
 	tb_accounts_writing(c, k->start_ns, rc == 0 && k->log.len > 0);
-	if (rc == 0 && k->side.len)
-		rc = tb_writer_append_sidecar(c->writer, k->side.p, k->side.len);
+	if (rc == 0 && k->sidecar.len)
+		rc = tb_writer_append_sidecar(c->writer, k->sidecar.p, k->sidecar.len);
 	if (rc == 0 && k->log.len)
 		rc = tb_writer_append_log(c->writer, k->log.p, k->log.len);
 	if (rc == 0)
@@ -424,6 +424,6 @@ void tb_closer_free(tb_collector *c)
 	free(k->drained_seen);
 	free(k->expired);
 	free(k->log.p);
-	free(k->side.p);
+	free(k->sidecar.p);
 	tb_publish_free(c);
 }

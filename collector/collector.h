@@ -355,7 +355,7 @@ typedef struct tb_collector {
 		uint8_t *scratch;   /* V2 encoding scratch */
 		size_t scratch_cap;
 		tb_growbuf log;     /* one interval's log lines */
-		tb_growbuf side;    /* ... and sidecar rows */
+		tb_growbuf sidecar; /* ... and sidecar rows */
 		/* Bus drops of the last close, if it published no metric: shown
 		 * with the next close's metrics instead (once). */
 		uint64_t drops_carried;

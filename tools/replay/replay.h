@@ -2,7 +2,7 @@
  * verb): its options, the state one run builds, and each part's entry.
  *
  * Data flows one way: main.c parses the options (options.c), reads and
- * merges the files (read.c, with correct.c for --correct-co and steady.c
+ * merges the files (read.c, with correct.c for --correct-co and warmup.c
  * for the warm-up), then prints (output.c, prom_native.c), draws
  * (plots.c) and writes --output-log (output_log.c). Only main.c calls
  * across parts; the output parts read the state and never change it.
@@ -141,7 +141,7 @@ bool replay_open_loop(struct file *f, const char *tag);
 void replay_co_explain_refusal(const struct state *st);
 void replay_co_warn_unmarked(const struct state *st);
 
-/* steady.c: each tag's rows in time order, and where its warm-up ends. */
+/* warmup.c: each tag's rows in time order, and where its warm-up ends. */
 int replay_group_rows(struct state *st);
 int replay_decide_warmup(struct state *st);
 

@@ -1,4 +1,4 @@
-/* steady.c - `tailbus replay --warmup`: each tag's intervals in time order,
+/* warmup.c - `tailbus replay --warmup`: each tag's intervals in time order,
  * and where its warm-up ends (tailbus/warmup.h).
  *
  * The warm-up of a tag is counted from its first selected interval across
