@@ -215,7 +215,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 	return rc;
 }
 
-static void expired(void *ctx, uint16_t metric, bool was_start)
+static void count_expired(void *ctx, uint16_t metric, bool was_start)
 {
 	tb_collector *c = ctx;
 	c->accounts.join_left++; /* it leaves the table, counted in the next close */
@@ -232,7 +232,7 @@ static void expired(void *ctx, uint16_t metric, bool was_start)
 void tb_closer_expire(tb_collector *c, int64_t now)
 {
 	pthread_mutex_lock(&c->join_lock);
-	tb_join_expire(&c->join, now, expired, c);
+	tb_join_expire(&c->join, now, count_expired, c);
 	pthread_mutex_unlock(&c->join_lock);
 }
 

@@ -373,7 +373,7 @@ void tb_collector_housekeep(tb_collector *c, int64_t now)
 		tb_drainer_housekeep(&c->drainers[k], now);
 	/* the drain threads carry out what housekeeping asked: here at once */
 	for (uint32_t k = 0; k < c->ndrainers; k++)
-		tb_drainer_tend(&c->drainers[k]);
+		tb_drainer_serve_requests(&c->drainers[k]);
 }
 
 int tb_collector_close_interval(tb_collector *c, int64_t length_ns)

@@ -283,11 +283,11 @@ typedef struct tb_drainer {
 	int64_t next_housekeep_ns;
 	tb_drain_stalls stalls;
 	uint64_t events_total;   /* taken, ever (relaxed atomic) */
-	uint32_t *mine;          /* the slots this thread holds, as its last look found them */
-	uint32_t nmine;
+	uint32_t *held;            /* the slots this thread holds, as its last look found them */
+	uint32_t nheld;
 	/* set (release) by the run loop when a slot's assignment or request
 	 * changed: the next pass looks at every slot, not only its own */
-	alignas(64) uint32_t attention;
+	alignas(64) uint32_t recheck;
 	/* published with release: every interval before it is finished here */
 	alignas(64) int64_t acked_start_ns;
 } tb_drainer;
@@ -334,7 +334,7 @@ typedef struct tb_collector {
 	int64_t *fold_value;    /* per fold lane count index: the value its events are recorded at */
 	uint8_t *metric_ready;  /* per metric id (TB_MAX_METRICS): 1 once seen READY */
 	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
-	/* Tests only: every event through decode(), none through the drain's
+	/* Tests only: every event through record_slow(), none through the drain's
 	 * fast path, to check the two record alike. */
 	bool decode_only;
 	/* What the drain does with each event line it has read to its end
@@ -455,7 +455,7 @@ bool tb_collector_metric_ready(tb_collector *c, uint16_t metric);
 static inline void tb_drainer_poke(tb_collector *c, uint32_t d)
 {
 	if (d < c->ndrainers)
-		__atomic_store_n(&c->drainers[d].attention, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->drainers[d].recheck, 1, __ATOMIC_RELEASE);
 }
 
 /* accounts.c: the ring entries and fold lane events taken against those
@@ -538,7 +538,7 @@ void tb_drainer_set_open(tb_drainer *d);
 uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only);
 /* The run loop's requests for the slots this thread holds carried out, and
  * new producers followed, reading no ring. */
-void tb_drainer_tend(tb_drainer *d);
+void tb_drainer_serve_requests(tb_drainer *d);
 /* Move to the next interval if it is due (force: now) and its bank is free:
  * O(1). True if it moved. */
 bool tb_drainer_switch(tb_drainer *d, int64_t now_wall_ns, bool force);

@@ -55,9 +55,9 @@ int tb_drainer_init(tb_drainer *d, tb_collector *c, uint32_t id, int cpu)
 	d->counts[0] = calloc(metrics, sizeof(tb_metric_counts));
 	d->counts[1] = calloc(metrics, sizeof(tb_metric_counts));
 	d->fold_grew = malloc(TB_FOLD_COUNTS * sizeof(uint64_t));
-	d->mine = calloc(c->seg.layout.slot_count, sizeof(uint32_t));
-	d->attention = 1; /* the first pass looks at every slot */
-	if (!d->counts[0] || !d->counts[1] || !d->fold_grew || !d->mine)
+	d->held = calloc(c->seg.layout.slot_count, sizeof(uint32_t));
+	d->recheck = 1; /* the first pass looks at every slot */
+	if (!d->counts[0] || !d->counts[1] || !d->fold_grew || !d->held)
 		return -ENOMEM;
 	return 0;
 }
@@ -67,7 +67,7 @@ void tb_drainer_free(tb_drainer *d)
 	free(d->counts[0]);
 	free(d->counts[1]);
 	free(d->fold_grew);
-	free(d->mine);
+	free(d->held);
 }
 
 void tb_drainer_set_open(tb_drainer *d)
@@ -152,7 +152,7 @@ static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latenc
 	}
 }
 
-static void joined(tb_drainer *d, uint32_t slot, uint16_t metric, bool start, int rc,
+static void count_join(tb_drainer *d, uint32_t slot, uint16_t metric, bool start, int rc,
 		   int64_t latency, int64_t at)
 {
 	if (rc == TB_JOIN_MATCHED)
@@ -165,7 +165,7 @@ static void joined(tb_drainer *d, uint32_t slot, uint16_t metric, bool start, in
 		d->counts[d->open_bank][metric].unmatched_end++;
 }
 
-static void decode(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
+static void record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
 {
 	tb_collector *c = d->c;
 	unsigned kind = (unsigned)(w0 & TB_KIND_MASK);
@@ -187,13 +187,13 @@ static void decode(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64
 		pthread_mutex_lock(&c->join_lock);
 		rc = tb_join_start(&c->join, metric, field, at, now_mono, &latency);
 		pthread_mutex_unlock(&c->join_lock);
-		joined(d, slot, metric, true, rc, latency, add_sat(at, latency > 0 ? latency : 0));
+		count_join(d, slot, metric, true, rc, latency, add_sat(at, latency > 0 ? latency : 0));
 		break;
 	case TB_EV_END:
 		pthread_mutex_lock(&c->join_lock);
 		rc = tb_join_end(&c->join, metric, field, at, now_mono, &latency);
 		pthread_mutex_unlock(&c->join_lock);
-		joined(d, slot, metric, false, rc, latency, at);
+		count_join(d, slot, metric, false, rc, latency, at);
 		break;
 	default:
 		c->slots[slot].tally[d->cur].bad_events++; /* MARK: reserved */
@@ -201,12 +201,12 @@ static void decode(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64
 	}
 }
 
-/* The drain's fast path takes the common event without decode(): a SPAN of
+/* The drain's fast path takes the common event without record_slow(): a SPAN of
  * a metric that already has a series on this ring, its duration in [0, H],
  * completing in the current interval at or after its start (so neither
- * late nor a later interval's). It records exactly what decode() would
+ * late nor a later interval's). It records exactly what record_slow() would
  * (test_collector checks that it does); every other event goes to
- * decode(). What it needs is set once per visit of a ring. */
+ * record_slow(). What it needs is set once per visit of a ring. */
 typedef struct fast_path {
 	uint64_t from, span; /* completion, monotonic ns: from + [0, span) */
 	const uint32_t *fast_of; /* the ring's table for the current bank */
@@ -223,7 +223,7 @@ static void fast_path_set(const tb_drainer *d, const tb_slot_follow *f, fast_pat
 	fp->span = 0; /* none */
 	/* the current interval, [late_before_ns, its end), in wall-clock time
 	 * (record()), less the offset record() adds; none in a test that wants
-	 * decode() for all */
+	 * record_slow() for all */
 	if (!c->decode_only && !__builtin_add_overflow(d->late_before_ns, c->cfg.interval_ns, &end) &&
 	    !__builtin_sub_overflow(d->late_before_ns, c->clock_offset_ns, &from) &&
 	    !__builtin_sub_overflow(end, c->clock_offset_ns, &to)) {
@@ -298,7 +298,7 @@ static inline bool fast_record(const fast_path *fp, tb_series_fast *s, uint64_t 
 	uint64_t done = w1 + (uint64_t)latency;
 	/* latency in [0, s->limit), i.e. [0, H] or none, and its completion in
 	 * [from, from + span), each as one unsigned compare. A sum past
-	 * INT64_MAX (which decode() saturates) wraps to at least 2^63 here:
+	 * INT64_MAX (which record_slow() saturates) wraps to at least 2^63 here:
 	 * never in range, since 0 <= from < from + span <= INT64_MAX. */
 	if (TB_LIKELY((uint64_t)latency < s->limit && done - fp->from < fp->span)) {
 		uint64_t e;
@@ -334,7 +334,7 @@ static void evict_lines(int how, const tb_event *events, uint32_t mask, uint32_t
 
 /* Whether the ring holds `whole` events from our index: the last of them
  * written in this pass (the producer publishes in order), by one load. */
-static bool holds(const tb_event *events, uint32_t mask, unsigned log2, uint32_t cons,
+static bool ring_has_batch(const tb_event *events, uint32_t mask, unsigned log2, uint32_t cons,
 		  uint32_t whole)
 {
 	uint32_t last = cons + whole - 1;
@@ -367,7 +367,7 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 	if (whole_only) {
 		uint32_t whole = limit < cap / 4 ? limit : cap / 4; /* never near full */
 		if (whole > 1 && now_mono < f->partial_after_ns &&
-		    !holds(events, mask, log2, cons, whole))
+		    !ring_has_batch(events, mask, log2, cons, whole))
 			return 0;
 	}
 	fast_path fp;
@@ -400,7 +400,7 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 			}
 			if (ev == end)
 				break;
-			/* one event: one the fast path refused (decode() records it
+			/* one event: one the fast path refused (record_slow() records it
 			 * as the fast path would have, had it been written since),
 			 * or of the last three of a run */
 			uint64_t w0 = __atomic_load_n(&ev->w0, __ATOMIC_ACQUIRE);
@@ -408,7 +408,7 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 				break; /* not written yet in this pass */
 			uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
 			if (refused || !fast_record(&fp, fast_of_word(&fp, tab, w0), w0, w1))
-				decode(d, i, w0, w1, now_mono);
+				record_slow(d, i, w0, w1, now_mono);
 			ev++;
 		}
 		k = (uint32_t)(ev - &events[at]);
@@ -497,7 +497,7 @@ static void release_slot(tb_drainer *d, uint32_t i)
 /* Whether this thread holds slot i for this pass: it keeps it while it is
  * wanted here, hands it over when it is wanted elsewhere, and takes it
  * when it is wanted here and nobody holds it. */
-static bool hold(tb_drainer *d, tb_slot_follow *f)
+static bool take_or_hand_over(tb_drainer *d, tb_slot_follow *f)
 {
 	uint32_t want = __atomic_load_n(&f->want, __ATOMIC_RELAXED);
 	uint32_t holder = __atomic_load_n(&f->holder, __ATOMIC_ACQUIRE);
@@ -517,7 +517,7 @@ static bool hold(tb_drainer *d, tb_slot_follow *f)
 }
 
 /* What the run loop asked of slot i (slots.c). */
-static void carry_out(tb_drainer *d, uint32_t i, uint32_t what)
+static void do_request(tb_drainer *d, uint32_t i, uint32_t what)
 {
 	tb_slot_follow *f = &d->c->slots[i];
 	if (what == TB_RELEASE_FREE)
@@ -551,27 +551,27 @@ static void note_gap(tb_drainer *d, int64_t now)
 /* The run loop changed something: every slot is looked at, those held
  * are carried out what was asked and become this thread's list. A slot
  * wanted here but still held by another (which lets go at its next pass)
- * keeps the attention up, so the next pass looks again. */
+ * keeps the recheck up, so the next pass looks again. */
 static void look_at_all(tb_drainer *d)
 {
 	tb_collector *c = d->c;
 	bool waiting = false;
-	__atomic_store_n(&d->attention, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&d->recheck, 0, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* the clear before the reads it answers */
-	d->nmine = 0;
+	d->nheld = 0;
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
-		if (hold(d, f)) {
-			d->mine[d->nmine++] = i;
+		if (take_or_hand_over(d, f)) {
+			d->held[d->nheld++] = i;
 			uint32_t what = __atomic_load_n(&f->release, __ATOMIC_ACQUIRE);
 			if (what != TB_RELEASE_NONE)
-				carry_out(d, i, what);
+				do_request(d, i, what);
 		} else if (__atomic_load_n(&f->want, __ATOMIC_RELAXED) == d->id) {
 			waiting = true;
 		}
 	}
 	if (waiting)
-		__atomic_store_n(&d->attention, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->recheck, 1, __ATOMIC_RELAXED);
 }
 
 /* Slot i, held, at a visit: a new producer is followed at once (one load
@@ -588,11 +588,11 @@ static inline bool readable(tb_drainer *d, uint32_t i)
 	return f->followed && !f->quarantined;
 }
 
-void tb_drainer_tend(tb_drainer *d)
+void tb_drainer_serve_requests(tb_drainer *d)
 {
 	look_at_all(d);
-	for (uint32_t k = 0; k < d->nmine; k++)
-		readable(d, d->mine[k]);
+	for (uint32_t k = 0; k < d->nheld; k++)
+		readable(d, d->held[k]);
 }
 
 uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
@@ -606,10 +606,10 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	int64_t now = mono_now();
 	note_gap(d, now);
 	__atomic_store_n(&d->last_pass_ns, now, __ATOMIC_RELAXED); /* the closer reads it */
-	if (TB_UNLIKELY(__atomic_load_n(&d->attention, __ATOMIC_ACQUIRE)))
+	if (TB_UNLIKELY(__atomic_load_n(&d->recheck, __ATOMIC_ACQUIRE)))
 		look_at_all(d);
-	for (uint32_t k = 0; k < d->nmine; k++) {
-		uint32_t i = d->mine[k];
+	for (uint32_t k = 0; k < d->nheld; k++) {
+		uint32_t i = d->held[k];
 		if (!readable(d, i))
 			continue;
 		uint32_t n = drain_slot(d, i, TB_COLLECTOR_BATCH, now, whole_only);
@@ -669,8 +669,8 @@ uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns)
 	tb_collector *c = d->c;
 	int64_t before = add_sat(before_wall_ns, -c->clock_offset_ns);
 	uint64_t total = 0;
-	for (uint32_t k = 0; k < d->nmine; k++) {
-		uint32_t i = d->mine[k], n, got;
+	for (uint32_t k = 0; k < d->nheld; k++) {
+		uint32_t i = d->held[k], n, got;
 		if (!readable(d, i))
 			continue;
 		do {
@@ -682,7 +682,7 @@ uint64_t tb_drainer_drain_before(tb_drainer *d, int64_t before_wall_ns)
 	return total;
 }
 
-static void expired(void *ctx, uint16_t metric, bool was_start)
+static void count_expired(void *ctx, uint16_t metric, bool was_start)
 {
 	tb_drainer *d = ctx;
 	d->join_adj[d->open_bank]++; /* it leaves the table */
@@ -712,7 +712,7 @@ void tb_drainer_expire_all(tb_drainer *d)
 	tb_collector *c = d->c;
 	pthread_mutex_lock(&c->join_lock);
 	/* a "now" past every parked event's deadline */
-	tb_join_expire(&c->join, INT64_MAX - c->join.timeout_ns, expired, d);
+	tb_join_expire(&c->join, INT64_MAX - c->join.timeout_ns, count_expired, d);
 	pthread_mutex_unlock(&c->join_lock);
 }
 

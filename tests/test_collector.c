@@ -61,7 +61,7 @@ static void drained_during_close_count_in_the_next_interval(void **state)
 	assert_int_equal(next, cur ^ 1);
 	assert_int_equal(f->c.drainers[0].open_bank, next);
 	assert_int_equal(f->c.drainers[0].late_before_ns, f->c.drainers[0].interval_start_ns);
-	/* the next interval's 25 by the fast path, the late ones by decode() */
+	/* the next interval's 25 by the fast path, the late ones by record_slow() */
 	tb_series *s1 = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s1);
 	assert_int_equal(s1->fast[next]->events, 25);
@@ -133,7 +133,7 @@ static void a_close_after_bare_passes_counts_every_event(void **state)
 /* Interval after interval, each bank of a series used again: every close
  * writes, in its log lines and its sidecar rows, the events of its own
  * interval and no other's, whether the fast path recorded them (counted by
- * the histogram's total) or decode() did (a duration over H, clamped), and
+ * the histogram's total) or record_slow() did (a duration over H, clamped), and
  * whatever the fast path's values are (its bounds settled at the close). */
 static void every_close_counts_its_own_interval(void **state)
 {

@@ -1,10 +1,10 @@
 /* test_drain.c - the collector's drain, in process: its fast path against
- * decode(), the bounds the fast path keeps, its passes over the rings, and a
+ * record_slow(), the bounds the fast path keeps, its passes over the rings, and a
  * ring that must not stall.
  *
  * The drain records the common event (a SPAN of a metric with a series on
- * its ring, in range, completing in the current interval) without decode();
- * everything else goes to decode(). The two must record alike, whichever
+ * its ring, in range, completing in the current interval) without record_slow();
+ * everything else goes to record_slow(). The two must record alike, whichever
  * pass over the ring, and during a close. A real collector and producer
  * (collector_fixture.h), drained by hand.
  */
@@ -43,7 +43,7 @@ static void assert_bounds(const tb_hist *h, int64_t min, int64_t max)
 /* The drain's fast path keeps no minimum or maximum per event, only the
  * buckets it wrote to; settling a series bank finds its least non-zero
  * and its greatest value from them and the counts, and adds them to what
- * decode() recorded exactly. Settled after every drain, the histogram
+ * record_slow() recorded exactly. Settled after every drain, the histogram
  * reports the minimum and maximum of all it recorded. */
 static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 {
@@ -55,7 +55,7 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 		uint64_t latencies[3];
 		int64_t min, max;
 	} steps[] = {
-		{{500, 600, 601}, 500, 601}, /* the first makes the series, through decode() */
+		{{500, 600, 601}, 500, 601}, /* the first makes the series, through record_slow() */
 		{{6000, 50, 0}, 50, 6000}, /* a zero is never the non-zero minimum */
 		{{700, 70, 5000}, 50, 6000},
 		{{49, 6001, 3}, 3, 6001}, /* 6001: 6000's count */
@@ -84,7 +84,7 @@ static void the_fast_path_keeps_the_least_and_greatest_value(void **state)
 	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[2])].clamped, 0);
 
 	/* a lowest bucket that holds only zeros gives no minimum: the next does */
-	spans(f, 0, 1, at(f, len / 2), 0); /* makes the series, through decode() */
+	spans(f, 0, 1, at(f, len / 2), 0); /* makes the series, through record_slow() */
 	spans(f, 0, 1, at(f, len / 2), 0);
 	spans(f, 0, 1, at(f, len / 2), 3001);
 	spans(f, 0, 1, at(f, len / 2), 2048); /* the first count of its bucket */
@@ -139,7 +139,7 @@ static void the_second_pass_takes_the_fast_path(void **state)
 
 /* An interval that began before the producers' clock's zero (a long one,
  * soon after boot) still has its events taken by the fast path, and
- * counted as decode() counts them. */
+ * counted as record_slow() counts them. */
 static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void **state)
 {
 	struct fixture *f = *state;
@@ -150,7 +150,7 @@ static void an_interval_begun_before_the_clock_started_takes_the_fast_path(void 
 	assert_int_equal(tb_collector_pass_all(&f->c), 10);
 	tb_series *s = f->c.slots[f->p->slot].t.series_of[tb_metric_id(f->m[1])];
 	assert_non_null(s);
-	assert_int_equal(s->fast[cur]->events, 9); /* the first made the series, through decode() */
+	assert_int_equal(s->fast[cur]->events, 9); /* the first made the series, through record_slow() */
 	tb_collector_flush_fast(&f->c);
 	assert_int_equal(s->hist[cur].total, 10);
 	assert_int_equal(f->c.drainers[0].counts[cur][tb_metric_id(f->m[1])].events, 10);
@@ -234,13 +234,13 @@ static void a_spoiled_event_does_not_stall_the_ring(void **state)
 }
 
 /* The drain records the common event (a SPAN of a metric with a series on
- * its ring, in range, completing in the current interval) without decode();
- * everything else goes to decode(). The two must record alike: the same
+ * its ring, in range, completing in the current interval) without record_slow();
+ * everything else goes to record_slow(). The two must record alike: the same
  * stream of events, every case at and around each limit, written once to
- * each of two rings, one drained with decode() alone and the other as the
+ * each of two rings, one drained with record_slow() alone and the other as the
  * drain does by default, leaves the two rings' series equal and every
  * per-metric counter doubled. (START/END events are left out: they join
- * across rings, and only decode() takes them.) */
+ * across rings, and only record_slow() takes them.) */
 static uint64_t xorshift(uint64_t *x)
 {
 	*x ^= *x << 13;
@@ -265,7 +265,7 @@ static void write_stream(tb_producer *p, const tb_metric_t *m, const uint64_t *i
 	}
 }
 
-/* The stream of every case, drained by decode() alone from one ring and by
+/* The stream of every case, drained by record_slow() alone from one ring and by
  * the drain from another, after `prefill` SPANs on each: 0, the stream in
  * the first pass over the ring; part of a ring, across its end; a whole
  * ring, all in the second pass, the drain stopping at a slot that holds a
@@ -411,7 +411,7 @@ static void drain_matches_decode(void **state, uint32_t prefill, bool closing)
 			const tb_hist *ha = &a->hist[h], *hb = &b->hist[h];
 			assert_int_equal(hb->total, ha->total);
 			/* the fast path's bounds are settled at bucket precision,
-			 * decode()'s are exact: what the histograms report is the same */
+			 * record_slow()'s are exact: what the histograms report is the same */
 			tb_series_settle_bounds(&f->c, h);
 			assert_int_equal(tb_hist_min(hb), tb_hist_min(ha));
 			assert_int_equal(tb_hist_max(hb), tb_hist_max(ha));
