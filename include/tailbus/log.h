@@ -53,6 +53,10 @@ extern "C" {
 /* True when tag ends in TB_CLOSED_LOOP_SUFFIX (log_header.c). */
 bool tb_log_tag_is_closed_loop(const char *tag);
 
+/* The zlib level of the logs tailbus writes: as Java's log writer, the
+ * smallest lines. */
+#define TB_LOG_ZLEVEL 9
+
 /* ---- writer ---- */
 
 /* True when tag is non-empty and has no ',', space, CR or LF. */
