@@ -28,7 +28,6 @@
 #include "tailbus/summary.h"
 #include "tailbus/grow.h"
 
-#define LOG_ZLEVEL 9  /* as Java's log writer: smallest lines */
 #define SIDECAR_ROW_MAX 384
 
 static int reserve(tb_growbuf *b, size_t more)
@@ -44,7 +43,7 @@ static int encode_merged(tb_collector *c, uint8_t **frame, size_t *frame_len)
 	*frame = k->scratch + inner_cap;
 	int rc = tb_v2_encode_inner(&k->merged, k->scratch, inner_cap, &inner_len);
 	return rc < 0 ? rc
-		      : tb_v2_compress(k->scratch, inner_len, LOG_ZLEVEL, *frame,
+		      : tb_v2_compress(k->scratch, inner_len, TB_LOG_ZLEVEL, *frame,
 				       k->scratch_cap - inner_cap, frame_len);
 }
 

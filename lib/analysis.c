@@ -1,8 +1,10 @@
-/* analysis.c - measurement drills: exact quantiles, drift-free schedules and a single FIFO server model.
+/* analysis.c - measurement drills: exact quantiles, drift-free and Poisson
+ * schedules and a single FIFO server model.
  *
  * Everything here is exact integer arithmetic over caller arrays; the only
  * floating point is the quantile level q, turned into an integer rank once
- * (quantile_rank below) and never used again. The idea of each part:
+ * (quantile_rank below) and never used again, and a Poisson gap, rounded
+ * to whole ns as soon as it is drawn. The idea of each part:
  *
  *   - quantiles: walk a sorted value->count map, summing counts, and stop at
  *     the first value whose running sum reaches the nearest rank
@@ -11,7 +13,9 @@
  *   - correction: declared here through tailbus/co.h, written in co_correct.c
  *     with the histogram forms of the same rule.
  *   - schedules: due(i) = start + floor(i * 1e9 / rate) in 128-bit integers;
- *     i * 1e9 < 2^94, so neither the product nor the sum can wrap.
+ *     i * 1e9 < 2^94, so neither the product nor the sum can wrap. A Poisson
+ *     schedule adds exponential gaps, each from one draw of the caller's
+ *     tb_splitmix64 sequence.
  *   - FIFO server: one step function advances "busy until" by one request;
  *     every public function is that step in a loop, picking what to report.
  *
@@ -19,6 +23,7 @@
  * returns 0 (or a count) or a negative errno, and validates its input.
  */
 #include "tailbus/analysis.h"
+#include "tailbus/rand.h"
 
 #include <errno.h>
 #include <float.h>
@@ -187,6 +192,27 @@ uint64_t tb_schedule_count(int64_t duration_ns, uint64_t rate_per_sec)
 	/* requests i with floor(i * 1e9 / rate) < D */
 	tb_u128 n = ((tb_u128)duration_ns * rate_per_sec + TB_NS_PER_SEC - 1) / TB_NS_PER_SEC;
 	return n > UINT64_MAX ? UINT64_MAX : (uint64_t)n;
+}
+
+/* --- Poisson schedules ---------------------------------------------------- */
+
+/* u uniform in [0, 1) from the top 53 bits of the next number; the gap
+ * -ln(1 - u) / rate is exponential (inverse transform; log1p keeps small u
+ * exact). */
+int tb_schedule_poisson_next(int64_t prev_ns, uint64_t rate_per_sec, uint64_t *state,
+			     int64_t *due_ns)
+{
+	double u;
+	int64_t gap, due;
+
+	if (rate_per_sec == 0 || state == NULL || due_ns == NULL)
+		return -EINVAL;
+	u = (double)(tb_splitmix64(state) >> 11) * 0x1.0p-53;
+	gap = llround(-log1p(-u) * (double)TB_NS_PER_SEC / (double)rate_per_sec);
+	if (__builtin_add_overflow(prev_ns, gap, &due))
+		return -EOVERFLOW;
+	*due_ns = due;
+	return 0;
 }
 
 /* --- Single FIFO server --------------------------------------------------- */

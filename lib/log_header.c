@@ -12,7 +12,9 @@
  * per-tag marks of a merged log. mark_of classifies one line, for the
  * question about one tag (tb_log_open_loop) and for the set of every mark
  * read at once (tb_log_open_loop_scan), which a reader asking about many
- * tags keeps instead of reading the text again for each.
+ * tags keeps instead of reading the text again for each. A tag ending in
+ * TB_CLOSED_LOOP_SUFFIX is one recorded closed-loop
+ * (tb_log_tag_is_closed_loop).
  *
  * Invariants: works over text in memory; only the set of marks allocates;
  * the pointers it returns point into the caller's text. Values are the log's
@@ -175,6 +177,12 @@ int tb_log_open_loop_scan(const char *text, size_t len, tb_log_open_loop_marks *
 	if (m->ntags)
 		qsort(m->tags, m->ntags, sizeof(*m->tags), by_tag);
 	return 0;
+}
+
+bool tb_log_tag_is_closed_loop(const char *tag)
+{
+	size_t n = strlen(tag), k = strlen(TB_CLOSED_LOOP_SUFFIX);
+	return n >= k && !strcmp(tag + n - k, TB_CLOSED_LOOP_SUFFIX);
 }
 
 bool tb_log_open_loop_marked(const tb_log_open_loop_marks *m, const char *tag)

@@ -457,6 +457,64 @@ static void test_schedule_count_is_the_requests_due_before_the_end(void **state)
 	assert_int_equal(tb_schedule_count(INT64_MAX, 1000000000), (uint64_t)INT64_MAX);
 }
 
+/* --- Poisson schedules ---------------------------------------------------- */
+
+/* The same seed gives the same schedule; another seed another one. */
+static void test_poisson_same_seed_same_schedule(void **state)
+{
+	uint64_t a = 42, b = 42, c = 43;
+	int64_t da = 1000, db = 1000, dc = 1000;
+	bool differs = false;
+
+	(void)state;
+	for (int i = 0; i < 1000; i++) {
+		int64_t prev = da;
+		assert_int_equal(tb_schedule_poisson_next(da, 1000, &a, &da), 0);
+		assert_int_equal(tb_schedule_poisson_next(db, 1000, &b, &db), 0);
+		assert_int_equal(tb_schedule_poisson_next(dc, 1000, &c, &dc), 0);
+		assert_int_equal(da, db);
+		assert_true(da >= prev);
+		differs |= da != dc;
+	}
+	assert_int_equal(a, b);
+	assert_true(differs);
+}
+
+/* Over many draws the mean gap is close to 1e9 / rate ns (the standard
+ * error of the mean of 200,000 exponential gaps is 0.22% of the mean). */
+static void test_poisson_mean_gap_is_one_over_the_rate(void **state)
+{
+	const uint64_t rates[] = { 1, 1000, 250000 };
+	const int n = 200000;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(rates) / sizeof(rates[0]); k++) {
+		uint64_t seed = 7;
+		int64_t due = 0;
+		for (int i = 0; i < n; i++)
+			assert_int_equal(tb_schedule_poisson_next(due, rates[k], &seed, &due), 0);
+		double mean = (double)due / n, want = (double)TB_NS_PER_SEC / (double)rates[k];
+		assert_true(fabs(mean - want) < 0.01 * want);
+	}
+}
+
+static void test_poisson_refuses_rate_zero_and_overflow(void **state)
+{
+	uint64_t seed = 1;
+	int64_t due = 7;
+
+	(void)state;
+	assert_int_equal(tb_schedule_poisson_next(0, 0, &seed, &due), -EINVAL);
+	assert_int_equal(tb_schedule_poisson_next(0, 1, NULL, &due), -EINVAL);
+	assert_int_equal(tb_schedule_poisson_next(0, 1, &seed, NULL), -EINVAL);
+	assert_int_equal(due, 7);
+	assert_int_equal(seed, 1);
+	/* at rate 1 a gap is about a second: past INT64_MAX; the state advanced */
+	assert_int_equal(tb_schedule_poisson_next(INT64_MAX - 10, 1, &seed, &due), -EOVERFLOW);
+	assert_int_equal(due, 7);
+	assert_true(seed != 1);
+}
+
 /* --- Single FIFO server --------------------------------------------------- */
 
 /* Intended every 10 ns; request 1 takes 25 ns, so 2 and 3 queue behind it. */
@@ -656,6 +714,9 @@ int main(void)
 		cmocka_unit_test(test_schedule_rate_zero_is_empty),
 		cmocka_unit_test(test_schedule_refuses_times_past_int64_untouched),
 		cmocka_unit_test(test_schedule_count_is_the_requests_due_before_the_end),
+		cmocka_unit_test(test_poisson_same_seed_same_schedule),
+		cmocka_unit_test(test_poisson_mean_gap_is_one_over_the_rate),
+		cmocka_unit_test(test_poisson_refuses_rate_zero_and_overflow),
 		cmocka_unit_test(test_fifo_done_waits_for_busy_server),
 		cmocka_unit_test(test_fifo_closed_loop_measures_from_late_send),
 		cmocka_unit_test(test_fifo_open_loop_latency_is_closed_loop_latency_plus_send_lag),

@@ -433,6 +433,20 @@ static void load_inflates_by_magic_whatever_the_name(void **state)
 	assert_string_equal(tb_log_load_strerror(-EBADMSG), "not valid gzip data (corrupt or cut short)");
 }
 
+/* Only a tag ending in the closed-loop suffix is closed-loop. */
+static void closed_loop_tags_end_in_the_suffix(void **state)
+{
+	(void)state;
+	assert_true(tb_log_tag_is_closed_loop(TB_CLOSED_LOOP_SUFFIX));
+	assert_true(tb_log_tag_is_closed_loop("rpc.closed"));
+	assert_true(tb_log_tag_is_closed_loop("rpc.r1000.closed"));
+	assert_false(tb_log_tag_is_closed_loop(""));
+	assert_false(tb_log_tag_is_closed_loop("closed"));
+	assert_false(tb_log_tag_is_closed_loop("rpc.closed.warmup"));
+	assert_false(tb_log_tag_is_closed_loop("rpc.Closed"));
+	assert_false(tb_log_tag_is_closed_loop("rpc"));
+}
+
 /* The whole-log mark covers every tag; a per-tag mark only its tag. */
 static void open_loop_marks_cover_the_log_or_one_tag(void **state)
 {
@@ -642,6 +656,7 @@ int main(void)
 		cmocka_unit_test(double_histogram_payloads_are_refused_by_name),
 		cmocka_unit_test(gzip_text_is_inflated_whole_members_and_bounds_checked),
 		cmocka_unit_test(load_inflates_by_magic_whatever_the_name),
+		cmocka_unit_test(closed_loop_tags_end_in_the_suffix),
 		cmocka_unit_test(open_loop_marks_cover_the_log_or_one_tag),
 		cmocka_unit_test(source_lines_fit_a_c_reader_and_stay_one_line),
 		cmocka_unit_test(env_lines_read_back_by_key),

@@ -32,7 +32,6 @@
 #define VERB "model"
 #define NS_PER_US 1000LL
 #define INTERVAL_NS TB_NS_PER_SEC
-#define LOG_ZLEVEL 9
 
 struct model {
 	uint64_t rate;
@@ -114,7 +113,7 @@ static int write_log(const char *path, const struct model *m)
 		return -errno;
 	double t0 = (double)time(NULL);
 	tb_log_writer w;
-	int rc = tb_log_writer_open(&w, f, "tailbus model: closed vs open loop", t0, t0, LOG_ZLEVEL);
+	int rc = tb_log_writer_open(&w, f, "tailbus model: closed vs open loop", t0, t0, TB_LOG_ZLEVEL);
 	tb_hist h;
 	if (rc == 0)
 		rc = tb_hist_init(&h, TB_HIST_DEFAULT_LOWEST, TB_HIST_DEFAULT_HIGHEST,

@@ -5,7 +5,7 @@
  * The log looks like a day of a busy collector: N one-second intervals
  * (default 86,400) of ten tags, one tagged line per tag per interval, every
  * histogram in the collector's layout (1 ns .. 1 h, 3 digits) and compressed
- * at the collector's zlib level (bench/java/run passes LOG_ZLEVEL).
+ * at the collector's zlib level (bench/java/run passes TB_LOG_ZLEVEL).
  *
  * Latencies: each tag has a log-normal body (a median of tens of microseconds
  * and its own spread), a sparse tail (about one sample in a thousand, log-uniform

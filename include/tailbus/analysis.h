@@ -11,13 +11,14 @@
  *     q is the smallest value v such that at least rank(q) = max(1,
  *     ceil(q * total)) samples are <= v; q is clamped to [0, 1].
  *   - a schedule is start_ns + floor(i * 1e9 / rate), computed from i alone,
- *     so no rounding accumulates however long the run.
+ *     so no rounding accumulates however long the run; a Poisson schedule
+ *     is the running sum of exponential gaps from a seeded sequence.
  *   - the FIFO server serves requests in order; request i starts at
  *     max(send time, previous completion) and takes service[i] ns.
  *
  * Conventions: every function returns 0 (or a count) on success and a
  * negative errno on failure, never prints, never allocates and never keeps
- * state; output goes to caller-provided buffers. Functions that return a count
+ * state (a Poisson schedule's sequence state is the caller's); output goes to caller-provided buffers. Functions that return a count
  * return ssize_t, like read(2). Times and values are int64_t nanoseconds.
  */
 #ifndef TAILBUS_ANALYSIS_H
@@ -87,6 +88,19 @@ ssize_t tb_schedule_fill(int64_t start_ns, uint64_t rate_per_sec, int64_t *out, 
  * duration_ns after its start: ceil(duration_ns * rate / 1e9), 0 for a
  * duration <= 0, UINT64_MAX when the count does not fit. */
 uint64_t tb_schedule_count(int64_t duration_ns, uint64_t rate_per_sec);
+
+/* --- Poisson schedules ---------------------------------------------------- */
+
+/* Due time of the request after one due at prev_ns in a Poisson schedule at
+ * `rate_per_sec`: prev_ns plus an exponential gap of mean 1e9 / rate ns,
+ * rounded to whole ns, drawn from the tb_splitmix64 sequence *state
+ * (tailbus/rand.h), which it advances by one. The first request is due one
+ * gap after the start (prev_ns = start). The same seed gives the same
+ * schedule. Writes it to *due_ns. Returns 0, -EINVAL for rate 0 or a NULL
+ * pointer, or -EOVERFLOW when the time does not fit in int64_t (*state is
+ * advanced all the same). */
+int tb_schedule_poisson_next(int64_t prev_ns, uint64_t rate_per_sec, uint64_t *state,
+			     int64_t *due_ns);
 
 /* --- Single FIFO server --------------------------------------------------- */
 

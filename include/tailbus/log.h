@@ -46,6 +46,17 @@ extern "C" {
  * not be applied to such data. */
 #define TB_OPEN_LOOP_MARK "#[tailbus: open-loop: latencies are measured from the intended time]"
 
+/* The suffix of a closed-loop tag: what `tailbus load --closed` appends to
+ * the metric it records from the actual send. Coordinated-omission
+ * correction may be applied to such a tag even in an open-loop log. */
+#define TB_CLOSED_LOOP_SUFFIX ".closed"
+/* True when tag ends in TB_CLOSED_LOOP_SUFFIX (log_header.c). */
+bool tb_log_tag_is_closed_loop(const char *tag);
+
+/* The zlib level of the logs tailbus writes: as Java's log writer, the
+ * smallest lines. */
+#define TB_LOG_ZLEVEL 9
+
 /* ---- writer ---- */
 
 /* True when tag is non-empty and has no ',', space, CR or LF. */

@@ -3,7 +3,7 @@
  *
  * The schedule is computed from the request's index alone (tb_schedule_at),
  * or, with --poisson, is the running sum of exponential gaps drawn from a
- * sequence seeded by --seed. The generator sends every request that is due,
+ * sequence seeded by --seed (tb_schedule_poisson_next). The generator sends every request that is due,
  * all at once when behind, and keeps each one's intended time; it never
  * sleeps and never skips.
  *
@@ -24,33 +24,27 @@
  * sent; the same seed gives the same schedule; load_gen_poll neither
  * allocates nor makes a system call.
  */
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "load.h"
 #include "tailbus/analysis.h"
-#include "tailbus/rand.h"
 
 /* The shortest gap in the spin loop counted as the thread not running: an
  * idle turn is one clock read, a short turn a few hundred ns. */
 #define GAP_MIN_NS 1000
 
-/* An exponential gap of mean 1e9/rate ns, rounded to whole ns. */
-static int64_t poisson_gap(struct gen *g)
-{
-	double u = (double)(tb_splitmix64(&g->prng) >> 11) * 0x1.0p-53; /* [0, 1) */
-	return llround(-log1p(-u) * (double)TB_NS_PER_SEC / (double)g->rate);
-}
-
 /* Intended time of request g->i into g->due. */
 static void schedule_next(struct gen *g)
 {
-	if (g->poisson) {
-		g->due = (g->i == 0 ? g->start : g->due) + poisson_gap(g);
-	} else if (tb_schedule_at(g->start, g->rate, g->i, &g->due) < 0) {
+	int rc;
+	if (g->poisson)
+		rc = tb_schedule_poisson_next(g->i == 0 ? g->start : g->due, g->rate, &g->prng,
+					      &g->due);
+	else
+		rc = tb_schedule_at(g->start, g->rate, g->i, &g->due);
+	if (rc < 0)
 		g->due = INT64_MAX; /* past any end: the schedule is over */
-	}
 }
 
 void load_gen_init(struct gen *g, const struct config *c, int64_t start)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "load.h"
+#include "tailbus/log.h"
 
 /* Latency by time of completion, as rows, and whether it grows. */
 static void collect_series(struct result *res, const struct engine *e)
@@ -82,14 +83,15 @@ static void collect(struct run *r, const struct config *c, struct result *res)
 	collect_series(res, e);
 }
 
-/* The run's metric names: <metric>[.r<rate>], with .closed and .warmup. */
+/* The run's metric names: <metric>[.r<rate>], with TB_CLOSED_LOOP_SUFFIX and .warmup. */
 static void metric_names(const struct config *c, bool sweep, struct result *res)
 {
 	if (sweep)
 		snprintf(res->metric, sizeof(res->metric), "%s.r%" PRIu64, c->metric, c->rate);
 	else
 		snprintf(res->metric, sizeof(res->metric), "%s", c->metric);
-	snprintf(res->metric_closed, sizeof(res->metric_closed), "%s.closed", res->metric);
+	snprintf(res->metric_closed, sizeof(res->metric_closed), "%s" TB_CLOSED_LOOP_SUFFIX,
+		 res->metric);
 	snprintf(res->metric_warmup, sizeof(res->metric_warmup), "%s.warmup", res->metric);
 }
 

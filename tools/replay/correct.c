@@ -6,8 +6,8 @@
  * (tailbus/co.h; what Java's copyCorrectedForCoordinatedOmission does).
  * That is only right for data from a closed-loop client, so it is refused
  * on a tag its log marks open-loop (every tag of a tailbusd log;
- * tb_log_open_loop), except on tags ending in ".closed" (what `tailbus load
- * --closed` records from the actual send). A refusal is said once per
+ * tb_log_open_loop), except on closed-loop tags (tb_log_tag_is_closed_loop:
+ * what `tailbus load --closed` records from the actual send). A refusal is said once per
  * file; a file with no mark at all gets a warning that the tool cannot
  * check what it corrects.
  *
@@ -17,22 +17,12 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "../cli.h"
 #include "replay.h"
 #include "tailbus/co.h"
 #include "tailbus/hist.h"
 #include "tailbus/log.h"
-
-/* What `tailbus load --closed` appends to its from-the-actual-send metric. */
-#define CLOSED_LOOP_SUFFIX ".closed"
-
-static bool closed_loop_tag(const char *tag)
-{
-	size_t n = strlen(tag), k = strlen(CLOSED_LOOP_SUFFIX);
-	return n >= k && !strcmp(tag + n - k, CLOSED_LOOP_SUFFIX);
-}
 
 /* Does f mark tag open-loop? Its marks are read once, the first time. */
 bool replay_open_loop(struct file *f, const char *tag)
@@ -47,7 +37,7 @@ bool replay_open_loop(struct file *f, const char *tag)
  * open-loop; the refusal is noted for replay_co_explain_refusal). */
 bool replay_co_refuses(struct state *st, struct file *f, const char *tag)
 {
-	if (closed_loop_tag(tag))
+	if (tb_log_tag_is_closed_loop(tag))
 		return false;
 	if (!replay_open_loop(f, tag)) {
 		f->unmarked_corrected = true;
@@ -92,7 +82,7 @@ void replay_co_explain_refusal(const struct state *st)
 			     "(latencies measured from the intended send time already count the wait "
 			     "behind a stall; back-filling would count it twice). Only closed-loop "
 			     "data may be corrected: tags ending in '%s' (select them with --tag) or "
-			     "logs of closed-loop tools.", what, f->path, CLOSED_LOOP_SUFFIX);
+			     "logs of closed-loop tools.", what, f->path, TB_CLOSED_LOOP_SUFFIX);
 	}
 }
 
