@@ -270,10 +270,15 @@ int tb_bus_scan(const char *dir, int (*each)(const tb_bus_status *st, void *arg)
 	return 0;
 }
 
-bool tb_bus_stale(const tb_bus_status *st, int64_t idle_ns, int64_t now_ns)
+bool tb_bus_unused(const tb_bus_status *st)
 {
 	return st->error == 0 && st->collector != TB_COLLECTOR_SERVING && !st->collector_runs &&
-	       st->producers == 0 && now_ns - st->last_use_ns >= idle_ns;
+	       st->producers == 0;
+}
+
+bool tb_bus_stale(const tb_bus_status *st, int64_t idle_ns, int64_t now_ns)
+{
+	return tb_bus_unused(st) && now_ns - st->last_use_ns >= idle_ns;
 }
 
 int tb_bus_remove_stale(tb_bus_status *st, int64_t idle_ns)

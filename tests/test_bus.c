@@ -5,8 +5,8 @@
  * directory read back by tb_bus_status_read with slots claimed by this
  * process (attached), by a pid that is not its owner (gone) and a detached
  * one, and the time of a ring's newest event as its last use; the scan of a
- * directory (a lock file and other names skipped); the staleness rule; and a
- * removal that refuses while the collector's lock is held.
+ * directory (a lock file and other names skipped); the unused and staleness
+ * rules; and a removal that refuses while the collector's lock is held.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -136,11 +136,20 @@ static void status_counts_owners_and_last_use(void **state)
 	assert_true(idle >= 30 * SECOND && idle < 31 * SECOND);
 	/* attached: never stale; gone: stale after its last use */
 	int64_t now = clock_ns(CLOCK_REALTIME);
+	assert_false(tb_bus_unused(&st));
 	assert_false(tb_bus_stale(&st, 0, now));
 	claim(&f->seg, 0, TB_SLOT_FREE, 0, 0, 0);
 	assert_int_equal(tb_bus_status_read(path, &st), 0);
 	assert_true(tb_bus_stale(&st, 30 * SECOND, now));
+	/* unused whatever the idle time; stale only past it */
+	assert_true(tb_bus_unused(&st));
 	assert_false(tb_bus_stale(&st, 32 * SECOND, now));
+	/* a collector that runs under its pid, or an unread segment: never unused */
+	st.collector_runs = true;
+	assert_false(tb_bus_unused(&st));
+	st.collector_runs = false;
+	st.error = -EACCES;
+	assert_false(tb_bus_unused(&st));
 }
 
 static int count_each(const tb_bus_status *st, void *arg)

@@ -82,9 +82,14 @@ int tb_bus_status_read(const char *path, tb_bus_status *st);
  * names one that cannot be read, or -ENOMEM. */
 int tb_bus_scan(const char *dir, int (*each)(const tb_bus_status *st, void *arg), void *arg);
 
-/* Whether a segment may be removed as stale at now_ns (wall clock): it was
- * read whole, no collector serves it nor runs under its pid, no producer is
- * attached, and it has not been used for idle_ns. */
+/* Whether a segment is unused: it was read whole, no collector serves it nor
+ * runs under its pid, and no producer is attached. Apart from tb_bus_stale
+ * because a listing marks an unused bus whatever its idle time, and says why
+ * one that --remove-stale kept was not yet idle long enough. */
+bool tb_bus_unused(const tb_bus_status *st);
+
+/* Whether a segment may be removed as stale at now_ns (wall clock): it is
+ * unused (tb_bus_unused) and has not been used for idle_ns. */
 bool tb_bus_stale(const tb_bus_status *st, int64_t idle_ns, int64_t now_ns);
 
 /* Remove the segment at st->path (and its collector lock file) if it is
