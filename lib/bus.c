@@ -1,5 +1,6 @@
-/* bus.c - who uses a bus: the collector rule, a read-only status, the scan
- * of a directory and the removal of a stale segment (see tailbus/bus.h).
+/* bus.c - who uses a bus: the collector rule, a read-only status, the
+ * counts of a segment kept mapped, the scan of a directory and the removal
+ * of a stale segment (see tailbus/bus.h).
  *
  * Reading: open(O_RDONLY|O_NOFOLLOW), map the header page PROT_READ, check
  * the magic once (a creator still at work is reported, not waited for),
@@ -83,6 +84,30 @@ const char *tb_bus_collector_name(int state)
 	case TB_COLLECTOR_SILENT: return "silent";
 	}
 	return "unknown";
+}
+
+void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c)
+{
+	const tb_seg_header *h = (const tb_seg_header *)s->base;
+	memset(c, 0, sizeof(*c));
+	c->collector = tb_bus_collector_state(h, now_mono_ns, NULL);
+	c->collector_pid = __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
+	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
+	c->heartbeat_age_ns = beat ? now_mono_ns - beat : -1;
+	c->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
+	c->drain_longest_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
+	c->drain_self_pause_us = __atomic_load_n(&h->drain_self_pause_us, __ATOMIC_RELAXED);
+	c->closes_behind = __atomic_load_n(&h->closes_behind, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < s->layout.slot_count; i++) {
+		const tb_slot *slot = tb_seg_slot(s, i);
+		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
+		if (state == TB_SLOT_LIVE)
+			c->rings_live++;
+		if (state == TB_SLOT_LIVE || state == TB_SLOT_DETACHED) {
+			c->ring_dropped += __atomic_load_n(&slot->dropped, __ATOMIC_RELAXED);
+			c->ring_folded += __atomic_load_n(&slot->folded, __ATOMIC_RELAXED);
+		}
+	}
 }
 
 static int fail(tb_bus_status *st, int rc, const char *sentence)

@@ -4,7 +4,8 @@
  * silent, serving, at the edge of the silence); a real segment in a private
  * directory read back by tb_bus_status_read with slots claimed by this
  * process (attached), by a pid that is not its owner (gone) and a detached
- * one, and the time of a ring's newest event as its last use; the scan of a
+ * one, and the time of a ring's newest event as its last use; the counts of
+ * a segment kept mapped (header fields and rings' counters); the scan of a
  * directory (a lock file and other names skipped); the unused and staleness
  * rules; and a removal that refuses while the collector's lock is held.
  */
@@ -152,6 +153,45 @@ static void status_counts_owners_and_last_use(void **state)
 	assert_false(tb_bus_unused(&st));
 }
 
+static void counts_of_a_mapped_segment(void **state)
+{
+	struct fixture *f = *state;
+	tb_seg_header *h = (tb_seg_header *)f->seg.base;
+	int64_t now = 100 * SECOND;
+	tb_bus_counts c;
+	tb_bus_counts_read(&f->seg, now, &c);
+	assert_int_equal(c.collector, TB_COLLECTOR_NONE);
+	assert_int_equal(c.collector_pid, 0);
+	assert_true(c.heartbeat_age_ns < 0); /* never beat */
+	assert_int_equal(c.rings_live, 0);
+	h->collector_generation = 1;
+	h->collector_pid = 1234;
+	h->collector_heartbeat_ns = now - SECOND;
+	h->drain_threads = 2;
+	h->drain_longest_pass_us = 30;
+	h->drain_self_pause_us = 40;
+	h->closes_behind = 5;
+	claim(&f->seg, 0, TB_SLOT_LIVE, 1, 1, 1);
+	claim(&f->seg, 1, TB_SLOT_DETACHED, 1, 1, 1);
+	claim(&f->seg, 2, TB_SLOT_QUARANTINED, 1, 1, 1);
+	for (uint32_t i = 0; i < 3; i++) {
+		tb_seg_slot(&f->seg, i)->dropped = 10 + i;
+		tb_seg_slot(&f->seg, i)->folded = 100 + i;
+	}
+	tb_bus_counts_read(&f->seg, now, &c);
+	assert_int_equal(c.collector, TB_COLLECTOR_SERVING);
+	assert_int_equal(c.collector_pid, 1234);
+	assert_int_equal(c.heartbeat_age_ns, SECOND);
+	assert_int_equal(c.drain_threads, 2);
+	assert_int_equal(c.drain_longest_pass_us, 30);
+	assert_int_equal(c.drain_self_pause_us, 40);
+	assert_int_equal(c.closes_behind, 5);
+	/* live and detached rings count; a quarantined one does not */
+	assert_int_equal(c.rings_live, 1);
+	assert_int_equal(c.ring_dropped, 10 + 11);
+	assert_int_equal(c.ring_folded, 100 + 101);
+}
+
 static int count_each(const tb_bus_status *st, void *arg)
 {
 	int *n = arg;
@@ -199,6 +239,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(collector_rule_reads_the_header),
 		cmocka_unit_test_setup_teardown(status_counts_owners_and_last_use, setup, teardown),
+		cmocka_unit_test_setup_teardown(counts_of_a_mapped_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(scan_and_remove, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,26 @@ typedef struct tb_bus_status {
 	uint64_t intervals;      /* intervals the collectors published */
 } tb_bus_status;
 
+/* What the header and slot table of a segment kept mapped (tailbus top)
+ * say now: the collector's fields, its drain figures over its last close,
+ * and the rings' counters. */
+typedef struct tb_bus_counts {
+	int collector;            /* enum tb_collector_state */
+	pid_t collector_pid;      /* 0 when none is registered */
+	int64_t heartbeat_age_ns; /* at now_mono_ns; negative when it never beat */
+	uint32_t drain_threads;
+	uint32_t drain_longest_pass_us;
+	uint32_t drain_self_pause_us;
+	uint32_t closes_behind;
+	uint32_t rings_live;      /* slots LIVE */
+	uint64_t ring_dropped;    /* events the LIVE and DETACHED slots' producers dropped */
+	uint64_t ring_folded;     /* SPANs they folded */
+} tb_bus_counts;
+
+/* Fill *c from the mapped segment s at now_mono_ns (CLOCK_MONOTONIC), with
+ * the loads tb_bus_status_read uses; reads only, never fails. */
+void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c);
+
 /* Read the segment file at `path` (a name ending in ".tailbus"). Returns 0
  * with *st filled; or a negative errno when the file cannot be opened or is
  * not a segment: st->error and st->why say so, and only the file's fields

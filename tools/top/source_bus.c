@@ -14,7 +14,8 @@
  *    has let go intervals the window asks for (the metric's let_go_start_ns
  *    falls in it), the window is the intervals kept, and the row says so.
  *  - Whether the collector serves the bus is tb_bus_collector_state's rule,
- *    the one every tool applies.
+ *    the one every tool applies; the header's and slots' figures are
+ *    tb_bus_counts_read's, so the segment's layout is read in lib/ only.
  *  - While the mapped segment's collector does not serve it, top checks
  *    whether the bus's file was replaced (`tailbusd --fresh`) and follows the
  *    new one; while it does, a snapshot makes no system call.
@@ -151,16 +152,6 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 	return rc;
 }
 
-/* The collector's pid (0: none attached) and the age of its heartbeat
- * (negative: it never beat). */
-static int32_t bus_collector(const struct top_bus *b, int64_t *age_ns)
-{
-	const tb_seg_header *h = shared_header(b);
-	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
-	*age_ns = beat ? top_clock_ns(CLOCK_MONOTONIC) - beat : -1;
-	return __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
-}
-
 /* Whether the collector serves the bus: the rule every tool applies
  * (tb_bus_collector_state). */
 static bool bus_collector_alive(const struct top_bus *b)
@@ -171,29 +162,22 @@ static bool bus_collector_alive(const struct top_bus *b)
 
 static void bus_header(struct top_bus *b, struct top_snap *sn)
 {
-	int64_t age;
+	tb_bus_counts c;
+	tb_bus_counts_read(&b->seg, top_clock_ns(CLOCK_MONOTONIC), &c);
 	sn->path = b->seg.path;
 	sn->page_size = b->seg.layout.page_size;
 	sn->hugepages = b->seg.hugepages;
-	sn->collector_pid = bus_collector(b, &age);
-	sn->heartbeat_age_s = age >= 0 ? (double)age / TOP_NS_PER_SEC : -1;
-	sn->collector_fresh = bus_collector_alive(b);
+	sn->collector_pid = c.collector_pid;
+	sn->heartbeat_age_s = c.heartbeat_age_ns >= 0 ? (double)c.heartbeat_age_ns / TOP_NS_PER_SEC : -1;
+	sn->collector_fresh = c.collector == TB_COLLECTOR_SERVING;
 	sn->interval_s = (double)top_bus_interval_ns(b) / TOP_NS_PER_SEC;
-	const tb_seg_header *h = shared_header(b);
-	sn->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
-	sn->drain_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
-	sn->drain_self_pause_us = __atomic_load_n(&h->drain_self_pause_us, __ATOMIC_RELAXED);
-	sn->closes_behind = __atomic_load_n(&h->closes_behind, __ATOMIC_RELAXED);
-	for (uint32_t i = 0; i < b->seg.layout.slot_count; i++) {
-		const tb_slot *slot = tb_seg_slot(&b->seg, i);
-		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
-		if (state == TB_SLOT_LIVE)
-			sn->rings_live++;
-		if (state == TB_SLOT_LIVE || state == TB_SLOT_DETACHED) {
-			sn->ring_drops += __atomic_load_n(&slot->dropped, __ATOMIC_RELAXED);
-			sn->ring_folded += __atomic_load_n(&slot->folded, __ATOMIC_RELAXED);
-		}
-	}
+	sn->drain_threads = c.drain_threads;
+	sn->drain_pass_us = c.drain_longest_pass_us;
+	sn->drain_self_pause_us = c.drain_self_pause_us;
+	sn->closes_behind = c.closes_behind;
+	sn->rings_live = c.rings_live;
+	sn->ring_drops = c.ring_dropped;
+	sn->ring_folded = c.ring_folded;
 }
 
 /* `tailbusd --fresh` replaces the segment file: follow the new one, like
