@@ -11,8 +11,8 @@
  *  - Every figure is exact: each interval in the live area carries its whole
  *    histogram (ABI 4), the same bytes as its log line, so a window equals
  *    `tailbus replay` of the same intervals of the log. When the live heap
- *    has let go intervals the window asks for (the metric's let_go_start_ns
- *    falls in it), the window is the intervals kept, and the row says so.
+ *    has let go intervals the window asks for (tb_live_let_go), the window
+ *    is the intervals kept, and the row says so.
  *  - Whether the collector serves the bus is tb_bus_collector_state's rule,
  *    the one every tool applies; the header's and slots' figures are
  *    tb_bus_counts_read's, so the segment's layout is read in lib/ only.
@@ -99,19 +99,6 @@ static int read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratc
 	return tb_live_read_window(s, id, n, scratch, &fns, a);
 }
 
-/* Did the live heap let go intervals a window of n asks for? Those are the
- * ones from n - 1 intervals before the newest read; the heap lets a
- * metric's oldest go first, so the newest it let go tells. */
-static bool window_let_go(const tb_seg *s, uint32_t id, uint32_t n, const struct top_window *a)
-{
-	tb_live_snapshot snap;
-	if (a->intervals == 0 || a->intervals >= n || tb_live_read_newest(s, id, &snap) < 0 ||
-	    !snap.let_go_start_ns)
-		return false;
-	int64_t newest_start = a->newest_end_ns - a->newest_length_ns;
-	return snap.let_go_start_ns >= newest_start - (int64_t)(n - 1) * a->newest_length_ns;
-}
-
 static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 {
 	tb_hist scratch;
@@ -140,7 +127,9 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 			r->error = "unreadable live area";
 		else {
 			top_window_finish(&a, r, sn->now_ns);
-			r->let_go = window_let_go(&b->seg, id, n, &a);
+			r->let_go = tb_live_let_go(&b->seg, id, n, a.intervals,
+						   a.newest_end_ns - a.newest_length_ns,
+						   a.newest_length_ns);
 		}
 		r->has_drops = true;
 		r->drops = a.drops;
