@@ -110,6 +110,18 @@ void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c)
 	}
 }
 
+int64_t tb_bus_interval_ns(const tb_seg *s)
+{
+	return __atomic_load_n(&((const tb_seg_header *)s->base)->collector_interval_ns,
+			       __ATOMIC_RELAXED);
+}
+
+uint64_t tb_bus_intervals_published(const tb_seg *s)
+{
+	return __atomic_load_n(&((const tb_seg_header *)s->base)->intervals_published,
+			       __ATOMIC_ACQUIRE);
+}
+
 static int fail(tb_bus_status *st, int rc, const char *sentence)
 {
 	st->error = rc;

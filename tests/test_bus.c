@@ -190,6 +190,12 @@ static void counts_of_a_mapped_segment(void **state)
 	assert_int_equal(c.rings_live, 1);
 	assert_int_equal(c.ring_dropped, 10 + 11);
 	assert_int_equal(c.ring_folded, 100 + 101);
+	assert_int_equal(tb_bus_interval_ns(&f->seg), 0);
+	assert_int_equal(tb_bus_intervals_published(&f->seg), 0);
+	h->collector_interval_ns = SECOND;
+	h->intervals_published = 7;
+	assert_int_equal(tb_bus_interval_ns(&f->seg), SECOND);
+	assert_int_equal(tb_bus_intervals_published(&f->seg), 7);
 }
 
 static int count_each(const tb_bus_status *st, void *arg)

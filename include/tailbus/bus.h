@@ -85,6 +85,12 @@ typedef struct tb_bus_counts {
  * the loads tb_bus_status_read uses; reads only, never fails. */
 void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c);
 
+/* The header fields a tool that keeps s mapped polls between two readings
+ * of tb_bus_counts_read, each one load: the collector's interval (0 until a
+ * collector wrote it) and how many intervals the collectors published. */
+int64_t tb_bus_interval_ns(const tb_seg *s);
+uint64_t tb_bus_intervals_published(const tb_seg *s);
+
 /* Read the segment file at `path` (a name ending in ".tailbus"). Returns 0
  * with *st filled; or a negative errno when the file cannot be opened or is
  * not a segment: st->error and st->why say so, and only the file's fields

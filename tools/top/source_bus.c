@@ -34,14 +34,9 @@
 #include "tailbus/live.h"
 #include "top.h"
 
-static const tb_seg_header *shared_header(const struct top_bus *b)
-{
-	return (const tb_seg_header *)b->seg.base;
-}
-
 int64_t top_bus_interval_ns(const struct top_bus *b)
 {
-	int64_t ns = __atomic_load_n(&shared_header(b)->collector_interval_ns, __ATOMIC_RELAXED);
+	int64_t ns = tb_bus_interval_ns(&b->seg);
 	return ns > 0 ? ns : TOP_DEFAULT_INTERVAL_NS;
 }
 
@@ -145,7 +140,8 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
  * (tb_bus_collector_state). */
 static bool bus_collector_alive(const struct top_bus *b)
 {
-	return tb_bus_collector_state(shared_header(b), top_clock_ns(CLOCK_MONOTONIC), NULL) ==
+	return tb_bus_collector_state((const tb_seg_header *)b->seg.base,
+				      top_clock_ns(CLOCK_MONOTONIC), NULL) ==
 	       TB_COLLECTOR_SERVING;
 }
 
@@ -192,7 +188,7 @@ int top_bus_snapshot(struct top_bus *b, const struct top_options *o, struct top_
 		bus_follow_replacement(b, o);
 	sn->source = o->bus;
 	sn->window_cap = b->seg.layout.live_intervals;
-	b->published_seen = __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE);
+	b->published_seen = tb_bus_intervals_published(&b->seg);
 	bus_header(b, sn);
 	uint32_t n = top_window_intervals(o->window_ns, (double)top_bus_interval_ns(b),
 					  b->seg.layout.live_intervals);
@@ -202,8 +198,7 @@ int top_bus_snapshot(struct top_bus *b, const struct top_options *o, struct top_
 /* True once the collector has published another interval. */
 bool top_bus_new_interval(const struct top_bus *b)
 {
-	return __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE) !=
-	       b->published_seen;
+	return tb_bus_intervals_published(&b->seg) != b->published_seen;
 }
 
 void top_bus_close(struct top_bus *b)
