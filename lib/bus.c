@@ -86,14 +86,24 @@ const char *tb_bus_collector_name(int state)
 	return "unknown";
 }
 
+bool tb_bus_heartbeat_age(const tb_seg *s, int64_t now_mono_ns, int64_t *age_ns)
+{
+	const tb_seg_header *h = (const tb_seg_header *)s->base;
+	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
+	if (beat == 0)
+		return false;
+	*age_ns = now_mono_ns - beat;
+	return true;
+}
+
 void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c)
 {
 	const tb_seg_header *h = (const tb_seg_header *)s->base;
 	memset(c, 0, sizeof(*c));
 	c->collector = tb_bus_collector_state(h, now_mono_ns, NULL);
 	c->collector_pid = __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
-	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
-	c->heartbeat_age_ns = beat ? now_mono_ns - beat : -1;
+	if (!tb_bus_heartbeat_age(s, now_mono_ns, &c->heartbeat_age_ns))
+		c->heartbeat_age_ns = -1;
 	c->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
 	c->drain_longest_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
 	c->drain_self_pause_us = __atomic_load_n(&h->drain_self_pause_us, __ATOMIC_RELAXED);

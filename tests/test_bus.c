@@ -163,6 +163,9 @@ static void counts_of_a_mapped_segment(void **state)
 	assert_int_equal(c.collector, TB_COLLECTOR_NONE);
 	assert_int_equal(c.collector_pid, 0);
 	assert_true(c.heartbeat_age_ns < 0); /* never beat */
+	int64_t age = 42;
+	assert_false(tb_bus_heartbeat_age(&f->seg, now, &age));
+	assert_int_equal(age, 42);
 	assert_int_equal(c.rings_live, 0);
 	h->collector_generation = 1;
 	h->collector_pid = 1234;
@@ -182,6 +185,8 @@ static void counts_of_a_mapped_segment(void **state)
 	assert_int_equal(c.collector, TB_COLLECTOR_SERVING);
 	assert_int_equal(c.collector_pid, 1234);
 	assert_int_equal(c.heartbeat_age_ns, SECOND);
+	assert_true(tb_bus_heartbeat_age(&f->seg, now, &age));
+	assert_int_equal(age, SECOND);
 	assert_int_equal(c.drain_threads, 2);
 	assert_int_equal(c.drain_longest_pass_us, 30);
 	assert_int_equal(c.drain_self_pause_us, 40);

@@ -85,6 +85,11 @@ typedef struct tb_bus_counts {
  * the loads tb_bus_status_read uses; reads only, never fails. */
 void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c);
 
+/* The age at now_mono_ns (CLOCK_MONOTONIC) of the collector's last
+ * heartbeat in s's header: true with *age_ns set, false (*age_ns untouched)
+ * when no collector ever beat. */
+bool tb_bus_heartbeat_age(const tb_seg *s, int64_t now_mono_ns, int64_t *age_ns);
+
 /* The header fields a tool that keeps s mapped polls between two readings
  * of tb_bus_counts_read, each one load: the collector's interval (0 until a
  * collector wrote it) and how many intervals the collectors published. */
