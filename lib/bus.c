@@ -1,5 +1,6 @@
-/* bus.c - who uses a bus: the collector rule, a read-only status, the scan
- * of a directory and the removal of a stale segment (see tailbus/bus.h).
+/* bus.c - who uses a bus: the collector rule, a read-only status, the
+ * counts of a segment kept mapped, the scan of a directory and the removal
+ * of a stale segment (see tailbus/bus.h).
  *
  * Reading: open(O_RDONLY|O_NOFOLLOW), map the header page PROT_READ, check
  * the magic once (a creator still at work is reported, not waited for),
@@ -83,6 +84,52 @@ const char *tb_bus_collector_name(int state)
 	case TB_COLLECTOR_SILENT: return "silent";
 	}
 	return "unknown";
+}
+
+bool tb_bus_heartbeat_age(const tb_seg *s, int64_t now_mono_ns, int64_t *age_ns)
+{
+	const tb_seg_header *h = (const tb_seg_header *)s->base;
+	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
+	if (beat == 0)
+		return false;
+	*age_ns = now_mono_ns - beat;
+	return true;
+}
+
+void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c)
+{
+	const tb_seg_header *h = (const tb_seg_header *)s->base;
+	memset(c, 0, sizeof(*c));
+	c->collector = tb_bus_collector_state(h, now_mono_ns, NULL);
+	c->collector_pid = __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
+	if (!tb_bus_heartbeat_age(s, now_mono_ns, &c->heartbeat_age_ns))
+		c->heartbeat_age_ns = -1;
+	c->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
+	c->drain_longest_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
+	c->drain_self_pause_us = __atomic_load_n(&h->drain_self_pause_us, __ATOMIC_RELAXED);
+	c->closes_behind = __atomic_load_n(&h->closes_behind, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < s->layout.slot_count; i++) {
+		const tb_slot *slot = tb_seg_slot(s, i);
+		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
+		if (state == TB_SLOT_LIVE)
+			c->rings_live++;
+		if (state == TB_SLOT_LIVE || state == TB_SLOT_DETACHED) {
+			c->ring_dropped += __atomic_load_n(&slot->dropped, __ATOMIC_RELAXED);
+			c->ring_folded += __atomic_load_n(&slot->folded, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+int64_t tb_bus_interval_ns(const tb_seg *s)
+{
+	return __atomic_load_n(&((const tb_seg_header *)s->base)->collector_interval_ns,
+			       __ATOMIC_RELAXED);
+}
+
+uint64_t tb_bus_intervals_published(const tb_seg *s)
+{
+	return __atomic_load_n(&((const tb_seg_header *)s->base)->intervals_published,
+			       __ATOMIC_ACQUIRE);
 }
 
 static int fail(tb_bus_status *st, int rc, const char *sentence)
@@ -270,10 +317,15 @@ int tb_bus_scan(const char *dir, int (*each)(const tb_bus_status *st, void *arg)
 	return 0;
 }
 
-bool tb_bus_stale(const tb_bus_status *st, int64_t idle_ns, int64_t now_ns)
+bool tb_bus_unused(const tb_bus_status *st)
 {
 	return st->error == 0 && st->collector != TB_COLLECTOR_SERVING && !st->collector_runs &&
-	       st->producers == 0 && now_ns - st->last_use_ns >= idle_ns;
+	       st->producers == 0;
+}
+
+bool tb_bus_stale(const tb_bus_status *st, int64_t idle_ns, int64_t now_ns)
+{
+	return tb_bus_unused(st) && now_ns - st->last_use_ns >= idle_ns;
 }
 
 int tb_bus_remove_stale(tb_bus_status *st, int64_t idle_ns)

@@ -135,6 +135,15 @@ int tb_live_read_newest(const tb_seg *s, uint32_t id, tb_live_snapshot *out)
 	return rc;
 }
 
+bool tb_live_let_go(const tb_seg *s, uint32_t id, uint32_t n, uint32_t read,
+		    int64_t newest_start_ns, int64_t length_ns)
+{
+	tb_live_snapshot snap;
+	if (read == 0 || read >= n || tb_live_read_newest(s, id, &snap) < 0 || !snap.let_go_start_ns)
+		return false;
+	return snap.let_go_start_ns >= newest_start_ns - (int64_t)(n - 1) * length_ns;
+}
+
 /* A first buffer that holds most frames without growing. */
 #define FRAME_GUESS 4096
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tailbus/bus.h"
 #include "tailbus/live.h"
 #include "tailbus/seg_abi.h"
 
@@ -274,10 +275,10 @@ static double bus_value(const struct bus *b, enum per_bus what, int64_t now_mono
 		return b->dropped;
 	if (what == PB_GAP)
 		return b->gap_s;
-	const tb_seg_header *h = (const tb_seg_header *)b->seg->base;
-	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
-	*present = beat != 0; /* never beat: no figure rather than a made-up one */
-	return (double)(now_mono_ns - beat) / NS_PER_S;
+	int64_t age = 0;
+	/* never beat: no figure rather than a made-up one */
+	*present = tb_bus_heartbeat_age(b->seg, now_mono_ns, &age);
+	return (double)age / NS_PER_S;
 }
 
 static int emit(const tb_prom_export *e, tb_prom_buf *out, bool protobuf, tb_prom_family *f,

@@ -7,6 +7,8 @@
  */
 #include "tailbus/summary.h"
 
+#include <string.h>
+
 const double tb_summary_levels[TB_SUMMARY_PERCENTILES] = {50.0, 90.0, 99.0, 99.9, 99.99};
 const char *const tb_summary_keys[TB_SUMMARY_PERCENTILES] = {"p50", "p90", "p99", "p99_9",
 							      "p99_99"};
@@ -33,6 +35,12 @@ double tb_percentile_resolved(int64_t total)
 
 void tb_summarize(const tb_hist *h, tb_summary *s)
 {
+	if (!h) {
+		memset(s, 0, sizeof(*s));
+		for (int i = 0; i < TB_SUMMARY_PERCENTILES; i++)
+			s->insufficient[i] = true;
+		return;
+	}
 	s->total = tb_hist_total(h);
 	s->min = tb_hist_min(h);
 	s->max = tb_hist_max(h);

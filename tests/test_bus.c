@@ -4,9 +4,10 @@
  * silent, serving, at the edge of the silence); a real segment in a private
  * directory read back by tb_bus_status_read with slots claimed by this
  * process (attached), by a pid that is not its owner (gone) and a detached
- * one, and the time of a ring's newest event as its last use; the scan of a
- * directory (a lock file and other names skipped); the staleness rule; and a
- * removal that refuses while the collector's lock is held.
+ * one, and the time of a ring's newest event as its last use; the counts of
+ * a segment kept mapped (header fields and rings' counters); the scan of a
+ * directory (a lock file and other names skipped); the unused and staleness
+ * rules; and a removal that refuses while the collector's lock is held.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -136,11 +137,70 @@ static void status_counts_owners_and_last_use(void **state)
 	assert_true(idle >= 30 * SECOND && idle < 31 * SECOND);
 	/* attached: never stale; gone: stale after its last use */
 	int64_t now = clock_ns(CLOCK_REALTIME);
+	assert_false(tb_bus_unused(&st));
 	assert_false(tb_bus_stale(&st, 0, now));
 	claim(&f->seg, 0, TB_SLOT_FREE, 0, 0, 0);
 	assert_int_equal(tb_bus_status_read(path, &st), 0);
 	assert_true(tb_bus_stale(&st, 30 * SECOND, now));
+	/* unused whatever the idle time; stale only past it */
+	assert_true(tb_bus_unused(&st));
 	assert_false(tb_bus_stale(&st, 32 * SECOND, now));
+	/* a collector that runs under its pid, or an unread segment: never unused */
+	st.collector_runs = true;
+	assert_false(tb_bus_unused(&st));
+	st.collector_runs = false;
+	st.error = -EACCES;
+	assert_false(tb_bus_unused(&st));
+}
+
+static void counts_of_a_mapped_segment(void **state)
+{
+	struct fixture *f = *state;
+	tb_seg_header *h = (tb_seg_header *)f->seg.base;
+	int64_t now = 100 * SECOND;
+	tb_bus_counts c;
+	tb_bus_counts_read(&f->seg, now, &c);
+	assert_int_equal(c.collector, TB_COLLECTOR_NONE);
+	assert_int_equal(c.collector_pid, 0);
+	assert_true(c.heartbeat_age_ns < 0); /* never beat */
+	int64_t age = 42;
+	assert_false(tb_bus_heartbeat_age(&f->seg, now, &age));
+	assert_int_equal(age, 42);
+	assert_int_equal(c.rings_live, 0);
+	h->collector_generation = 1;
+	h->collector_pid = 1234;
+	h->collector_heartbeat_ns = now - SECOND;
+	h->drain_threads = 2;
+	h->drain_longest_pass_us = 30;
+	h->drain_self_pause_us = 40;
+	h->closes_behind = 5;
+	claim(&f->seg, 0, TB_SLOT_LIVE, 1, 1, 1);
+	claim(&f->seg, 1, TB_SLOT_DETACHED, 1, 1, 1);
+	claim(&f->seg, 2, TB_SLOT_QUARANTINED, 1, 1, 1);
+	for (uint32_t i = 0; i < 3; i++) {
+		tb_seg_slot(&f->seg, i)->dropped = 10 + i;
+		tb_seg_slot(&f->seg, i)->folded = 100 + i;
+	}
+	tb_bus_counts_read(&f->seg, now, &c);
+	assert_int_equal(c.collector, TB_COLLECTOR_SERVING);
+	assert_int_equal(c.collector_pid, 1234);
+	assert_int_equal(c.heartbeat_age_ns, SECOND);
+	assert_true(tb_bus_heartbeat_age(&f->seg, now, &age));
+	assert_int_equal(age, SECOND);
+	assert_int_equal(c.drain_threads, 2);
+	assert_int_equal(c.drain_longest_pass_us, 30);
+	assert_int_equal(c.drain_self_pause_us, 40);
+	assert_int_equal(c.closes_behind, 5);
+	/* live and detached rings count; a quarantined one does not */
+	assert_int_equal(c.rings_live, 1);
+	assert_int_equal(c.ring_dropped, 10 + 11);
+	assert_int_equal(c.ring_folded, 100 + 101);
+	assert_int_equal(tb_bus_interval_ns(&f->seg), 0);
+	assert_int_equal(tb_bus_intervals_published(&f->seg), 0);
+	h->collector_interval_ns = SECOND;
+	h->intervals_published = 7;
+	assert_int_equal(tb_bus_interval_ns(&f->seg), SECOND);
+	assert_int_equal(tb_bus_intervals_published(&f->seg), 7);
 }
 
 static int count_each(const tb_bus_status *st, void *arg)
@@ -190,6 +250,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(collector_rule_reads_the_header),
 		cmocka_unit_test_setup_teardown(status_counts_owners_and_last_use, setup, teardown),
+		cmocka_unit_test_setup_teardown(counts_of_a_mapped_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(scan_and_remove, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -113,6 +113,10 @@ static void the_live_heap_lets_the_oldest_intervals_go_and_keeps_the_rest_whole(
 	assert_true(kept > 0 && kept < closes);
 	/* the newest interval let go is the one just before the oldest kept */
 	assert_int_equal(snap.let_go_start_ns, snap.newest.start_ns - (int64_t)kept * len);
+	/* a window of the kept intervals lost none; one more asks for one let go */
+	assert_false(tb_live_let_go(&f->c.seg, busy, kept, kept, snap.newest.start_ns, len));
+	assert_true(tb_live_let_go(&f->c.seg, busy, kept + 1, kept, snap.newest.start_ns, len));
+	assert_false(tb_live_let_go(&f->c.seg, busy, kept + 1, 0, snap.newest.start_ns, len));
 	uint64_t bytes = 0;
 	int64_t newer_start = INT64_MAX;
 	tb_hist h = {0};

@@ -127,6 +127,14 @@ static void sufficiency_needs_100_samples_beyond(void **state)
 	assert_int_equal(s.pct[4], 1000); /* p99.99 */
 	assert_int_equal(s.max, 100007935);
 	tb_hist_free(&h);
+	/* no histogram: no samples, nothing sufficient */
+	tb_summarize(NULL, &s);
+	assert_int_equal(s.total, 0);
+	assert_int_equal(s.max, 0);
+	for (int i = 0; i < TB_SUMMARY_PERCENTILES; i++) {
+		assert_int_equal(s.pct[i], 0);
+		assert_true(s.insufficient[i]);
+	}
 }
 
 /* A plot's insufficient region starts where the limit says, and agrees with

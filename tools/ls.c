@@ -101,13 +101,6 @@ static void fmt_age(char *buf, size_t cap, int64_t ns)
 		snprintf(buf, cap, "%.1f d", s / SECONDS_PER_DAY);
 }
 
-/* No collector serves it or runs under its pid, and no producer is attached. */
-static bool unused(const tb_bus_status *st)
-{
-	return st->error == 0 && st->collector != TB_COLLECTOR_SERVING && !st->collector_runs &&
-	       st->producers == 0;
-}
-
 static void remove_stale(struct list *l, int64_t stale_ns, int64_t now)
 {
 	for (size_t i = 0; i < l->n; i++) {
@@ -172,7 +165,7 @@ static void print_text(const struct list *l, const struct options *o, int64_t no
 			       tb_bus_collector_name(e->st.collector), idle);
 		else if (e->remove_rc == -EBUSY || e->remove_rc == -EAGAIN)
 			printf("kept %s: in use again while it was being removed\n", e->st.path);
-		else if (unused(&e->st) && e->remove_rc == 0)
+		else if (tb_bus_unused(&e->st) && e->remove_rc == 0)
 			printf("kept %s: unused for %s only (--remove-stale %s)\n", e->st.path, idle, age);
 	}
 }
@@ -213,7 +206,7 @@ static void print_json(const struct list *l, const struct options *o, int64_t no
 			printf(",\"producers\":%u,\"producers_gone\":%u,\"metrics\":%u,\"intervals\":%" PRIu64
 			       ",\"unused\":%s,\"age_s\":",
 			       st->producers, st->producers_gone, st->metrics, st->intervals,
-			       unused(st) ? "true" : "false");
+			       tb_bus_unused(st) ? "true" : "false");
 			json_seconds(now - st->created_ns);
 			printf(",\"idle_s\":");
 			json_seconds(now - st->last_use_ns);

@@ -65,6 +65,37 @@ typedef struct tb_bus_status {
 	uint64_t intervals;      /* intervals the collectors published */
 } tb_bus_status;
 
+/* What the header and slot table of a segment kept mapped (tailbus top)
+ * say now: the collector's fields, its drain figures over its last close,
+ * and the rings' counters. */
+typedef struct tb_bus_counts {
+	int collector;            /* enum tb_collector_state */
+	pid_t collector_pid;      /* 0 when none is registered */
+	int64_t heartbeat_age_ns; /* at now_mono_ns; negative when it never beat */
+	uint32_t drain_threads;
+	uint32_t drain_longest_pass_us;
+	uint32_t drain_self_pause_us;
+	uint32_t closes_behind;
+	uint32_t rings_live;      /* slots LIVE */
+	uint64_t ring_dropped;    /* events the LIVE and DETACHED slots' producers dropped */
+	uint64_t ring_folded;     /* SPANs they folded */
+} tb_bus_counts;
+
+/* Fill *c from the mapped segment s at now_mono_ns (CLOCK_MONOTONIC), with
+ * the loads tb_bus_status_read uses; reads only, never fails. */
+void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c);
+
+/* The age at now_mono_ns (CLOCK_MONOTONIC) of the collector's last
+ * heartbeat in s's header: true with *age_ns set, false (*age_ns untouched)
+ * when no collector ever beat. */
+bool tb_bus_heartbeat_age(const tb_seg *s, int64_t now_mono_ns, int64_t *age_ns);
+
+/* The header fields a tool that keeps s mapped polls between two readings
+ * of tb_bus_counts_read, each one load: the collector's interval (0 until a
+ * collector wrote it) and how many intervals the collectors published. */
+int64_t tb_bus_interval_ns(const tb_seg *s);
+uint64_t tb_bus_intervals_published(const tb_seg *s);
+
 /* Read the segment file at `path` (a name ending in ".tailbus"). Returns 0
  * with *st filled; or a negative errno when the file cannot be opened or is
  * not a segment: st->error and st->why say so, and only the file's fields
@@ -82,9 +113,14 @@ int tb_bus_status_read(const char *path, tb_bus_status *st);
  * names one that cannot be read, or -ENOMEM. */
 int tb_bus_scan(const char *dir, int (*each)(const tb_bus_status *st, void *arg), void *arg);
 
-/* Whether a segment may be removed as stale at now_ns (wall clock): it was
- * read whole, no collector serves it nor runs under its pid, no producer is
- * attached, and it has not been used for idle_ns. */
+/* Whether a segment is unused: it was read whole, no collector serves it nor
+ * runs under its pid, and no producer is attached. Apart from tb_bus_stale
+ * because a listing marks an unused bus whatever its idle time, and says why
+ * one that --remove-stale kept was not yet idle long enough. */
+bool tb_bus_unused(const tb_bus_status *st);
+
+/* Whether a segment may be removed as stale at now_ns (wall clock): it is
+ * unused (tb_bus_unused) and has not been used for idle_ns. */
 bool tb_bus_stale(const tb_bus_status *st, int64_t idle_ns, int64_t now_ns);
 
 /* Remove the segment at st->path (and its collector lock file) if it is

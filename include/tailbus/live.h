@@ -19,6 +19,7 @@
 #ifndef TAILBUS_LIVE_H
 #define TAILBUS_LIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tailbus/hist.h"
@@ -80,6 +81,15 @@ typedef struct tb_live_window_fns {
  * -ERANGE (which end the window), or of `interval`. */
 int tb_live_read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
 			const tb_live_window_fns *fns, void *arg);
+
+/* Did the live heap let go intervals that a window of `n` intervals of
+ * metric `id` asks for, when a walk read `read` (< n) of them, the newest
+ * starting at newest_start_ns and lasting length_ns? Those asked for start
+ * from n - 1 intervals before the newest read; the heap lets a metric's
+ * oldest go first, so the newest it let go (tb_live_snapshot) tells. False
+ * when the walk read none or all n, or the newest cannot be read. */
+bool tb_live_let_go(const tb_seg *s, uint32_t id, uint32_t n, uint32_t read,
+		    int64_t newest_start_ns, int64_t length_ns);
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,9 @@ double tb_percentile_sufficient_limit(int64_t total);
  * maximum (Java's .hgrm ends near it too: its last finite 1/(1-p) is about
  * total). 0 for total <= 1. */
 double tb_percentile_resolved(int64_t total);
+/* The figures of h, each percentile marked as tb_percentile_sufficient says.
+ * h NULL stands for no samples (a window that merged no histogram): every
+ * figure 0, every percentile insufficient. */
 void tb_summarize(const tb_hist *h, tb_summary *s);
 
 #ifdef __cplusplus

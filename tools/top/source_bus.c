@@ -11,10 +11,11 @@
  *  - Every figure is exact: each interval in the live area carries its whole
  *    histogram (ABI 4), the same bytes as its log line, so a window equals
  *    `tailbus replay` of the same intervals of the log. When the live heap
- *    has let go intervals the window asks for (the metric's let_go_start_ns
- *    falls in it), the window is the intervals kept, and the row says so.
+ *    has let go intervals the window asks for (tb_live_let_go), the window
+ *    is the intervals kept, and the row says so.
  *  - Whether the collector serves the bus is tb_bus_collector_state's rule,
- *    the one every tool applies.
+ *    the one every tool applies; the header's and slots' figures are
+ *    tb_bus_counts_read's, so the segment's layout is read in lib/ only.
  *  - While the mapped segment's collector does not serve it, top checks
  *    whether the bus's file was replaced (`tailbusd --fresh`) and follows the
  *    new one; while it does, a snapshot makes no system call.
@@ -33,14 +34,9 @@
 #include "tailbus/live.h"
 #include "top.h"
 
-static const tb_seg_header *shared_header(const struct top_bus *b)
-{
-	return (const tb_seg_header *)b->seg.base;
-}
-
 int64_t top_bus_interval_ns(const struct top_bus *b)
 {
-	int64_t ns = __atomic_load_n(&shared_header(b)->collector_interval_ns, __ATOMIC_RELAXED);
+	int64_t ns = tb_bus_interval_ns(&b->seg);
 	return ns > 0 ? ns : TOP_DEFAULT_INTERVAL_NS;
 }
 
@@ -98,19 +94,6 @@ static int read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratc
 	return tb_live_read_window(s, id, n, scratch, &fns, a);
 }
 
-/* Did the live heap let go intervals a window of n asks for? Those are the
- * ones from n - 1 intervals before the newest read; the heap lets a
- * metric's oldest go first, so the newest it let go tells. */
-static bool window_let_go(const tb_seg *s, uint32_t id, uint32_t n, const struct top_window *a)
-{
-	tb_live_snapshot snap;
-	if (a->intervals == 0 || a->intervals >= n || tb_live_read_newest(s, id, &snap) < 0 ||
-	    !snap.let_go_start_ns)
-		return false;
-	int64_t newest_start = a->newest_end_ns - a->newest_length_ns;
-	return snap.let_go_start_ns >= newest_start - (int64_t)(n - 1) * a->newest_length_ns;
-}
-
 static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 {
 	tb_hist scratch;
@@ -139,7 +122,9 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 			r->error = "unreadable live area";
 		else {
 			top_window_finish(&a, r, sn->now_ns);
-			r->let_go = window_let_go(&b->seg, id, n, &a);
+			r->let_go = tb_live_let_go(&b->seg, id, n, a.intervals,
+						   a.newest_end_ns - a.newest_length_ns,
+						   a.newest_length_ns);
 		}
 		r->has_drops = true;
 		r->drops = a.drops;
@@ -151,49 +136,33 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 	return rc;
 }
 
-/* The collector's pid (0: none attached) and the age of its heartbeat
- * (negative: it never beat). */
-static int32_t bus_collector(const struct top_bus *b, int64_t *age_ns)
-{
-	const tb_seg_header *h = shared_header(b);
-	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
-	*age_ns = beat ? top_clock_ns(CLOCK_MONOTONIC) - beat : -1;
-	return __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
-}
-
 /* Whether the collector serves the bus: the rule every tool applies
  * (tb_bus_collector_state). */
 static bool bus_collector_alive(const struct top_bus *b)
 {
-	return tb_bus_collector_state(shared_header(b), top_clock_ns(CLOCK_MONOTONIC), NULL) ==
+	return tb_bus_collector_state((const tb_seg_header *)b->seg.base,
+				      top_clock_ns(CLOCK_MONOTONIC), NULL) ==
 	       TB_COLLECTOR_SERVING;
 }
 
 static void bus_header(struct top_bus *b, struct top_snap *sn)
 {
-	int64_t age;
+	tb_bus_counts c;
+	tb_bus_counts_read(&b->seg, top_clock_ns(CLOCK_MONOTONIC), &c);
 	sn->path = b->seg.path;
 	sn->page_size = b->seg.layout.page_size;
 	sn->hugepages = b->seg.hugepages;
-	sn->collector_pid = bus_collector(b, &age);
-	sn->heartbeat_age_s = age >= 0 ? (double)age / TOP_NS_PER_SEC : -1;
-	sn->collector_fresh = bus_collector_alive(b);
+	sn->collector_pid = c.collector_pid;
+	sn->heartbeat_age_s = c.heartbeat_age_ns >= 0 ? (double)c.heartbeat_age_ns / TOP_NS_PER_SEC : -1;
+	sn->collector_fresh = c.collector == TB_COLLECTOR_SERVING;
 	sn->interval_s = (double)top_bus_interval_ns(b) / TOP_NS_PER_SEC;
-	const tb_seg_header *h = shared_header(b);
-	sn->drain_threads = __atomic_load_n(&h->drain_threads, __ATOMIC_RELAXED);
-	sn->drain_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
-	sn->drain_self_pause_us = __atomic_load_n(&h->drain_self_pause_us, __ATOMIC_RELAXED);
-	sn->closes_behind = __atomic_load_n(&h->closes_behind, __ATOMIC_RELAXED);
-	for (uint32_t i = 0; i < b->seg.layout.slot_count; i++) {
-		const tb_slot *slot = tb_seg_slot(&b->seg, i);
-		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
-		if (state == TB_SLOT_LIVE)
-			sn->rings_live++;
-		if (state == TB_SLOT_LIVE || state == TB_SLOT_DETACHED) {
-			sn->ring_drops += __atomic_load_n(&slot->dropped, __ATOMIC_RELAXED);
-			sn->ring_folded += __atomic_load_n(&slot->folded, __ATOMIC_RELAXED);
-		}
-	}
+	sn->drain_threads = c.drain_threads;
+	sn->drain_pass_us = c.drain_longest_pass_us;
+	sn->drain_self_pause_us = c.drain_self_pause_us;
+	sn->closes_behind = c.closes_behind;
+	sn->rings_live = c.rings_live;
+	sn->ring_drops = c.ring_dropped;
+	sn->ring_folded = c.ring_folded;
 }
 
 /* `tailbusd --fresh` replaces the segment file: follow the new one, like
@@ -219,7 +188,7 @@ int top_bus_snapshot(struct top_bus *b, const struct top_options *o, struct top_
 		bus_follow_replacement(b, o);
 	sn->source = o->bus;
 	sn->window_cap = b->seg.layout.live_intervals;
-	b->published_seen = __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE);
+	b->published_seen = tb_bus_intervals_published(&b->seg);
 	bus_header(b, sn);
 	uint32_t n = top_window_intervals(o->window_ns, (double)top_bus_interval_ns(b),
 					  b->seg.layout.live_intervals);
@@ -229,8 +198,7 @@ int top_bus_snapshot(struct top_bus *b, const struct top_options *o, struct top_
 /* True once the collector has published another interval. */
 bool top_bus_new_interval(const struct top_bus *b)
 {
-	return __atomic_load_n(&shared_header(b)->intervals_published, __ATOMIC_ACQUIRE) !=
-	       b->published_seen;
+	return tb_bus_intervals_published(&b->seg) != b->published_seen;
 }
 
 void top_bus_close(struct top_bus *b)

@@ -123,7 +123,6 @@ int top_parse_options(int argc, char **argv, struct top_options *o);
 struct top_window {
 	tb_hist merged;
 	bool have_hist;
-	int64_t count, max;
 	uint64_t drops, folded;
 	uint32_t gap_us; /* the longest of the intervals' longest_gap_us */
 	int64_t oldest_start_ns, newest_end_ns, newest_length_ns;

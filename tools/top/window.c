@@ -8,10 +8,10 @@
  *    a --window that whole intervals cannot make, naming the source.
  *  - Intervals are added newest first; the merged histogram grows to hold
  *    each one's range, so no count is clamped and none is counted twice.
- *  - Every figure of a row comes from the merged histogram and the
- *    intervals' bounds: percentiles of merged counts, never averaged. A
- *    percentile is marked insufficient when fewer than TB_MIN_SAMPLES_BEYOND
- *    samples are expected beyond it (tailbus/summary.h).
+ *  - Every figure of a row comes from the merged histogram (tb_summarize)
+ *    and the intervals' bounds: percentiles of merged counts, never
+ *    averaged. A percentile is marked insufficient when fewer than
+ *    TB_MIN_SAMPLES_BEYOND samples are expected beyond it (tailbus/summary.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -91,28 +91,22 @@ int top_window_hist(struct top_window *a, const tb_hist *h)
 			return -ENOMEM;
 		a->have_hist = true;
 	}
-	int rc = tb_hist_add_growing(&a->merged, h);
-	if (rc < 0)
-		return rc;
-	a->count += tb_hist_total(h);
-	if (tb_hist_max(h) > a->max)
-		a->max = tb_hist_max(h);
-	return 0;
+	return tb_hist_add_growing(&a->merged, h);
 }
 
 void top_window_finish(const struct top_window *a, struct top_row *r, int64_t now_ns)
 {
+	tb_summary s;
+	tb_summarize(a->have_hist ? &a->merged : NULL, &s);
 	r->intervals = a->intervals;
-	r->count = a->count;
-	r->max = a->max;
-	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++) {
-		r->pct[p] = a->have_hist ? tb_hist_value_at_percentile(&a->merged, tb_summary_levels[p]) : 0;
-		r->insufficient[p] = !tb_percentile_sufficient(a->count, tb_summary_levels[p]);
-	}
+	r->count = s.total;
+	r->max = s.max;
+	memcpy(r->pct, s.pct, sizeof(r->pct));
+	memcpy(r->insufficient, s.insufficient, sizeof(r->insufficient));
 	if (a->intervals == 0)
 		return;
 	r->span_s = (double)(a->newest_end_ns - a->oldest_start_ns) / TOP_NS_PER_SEC;
-	r->rate = r->span_s > 0 ? (double)a->count / r->span_s : 0;
+	r->rate = r->span_s > 0 ? (double)r->count / r->span_s : 0;
 	r->age_s = (double)(now_ns - a->newest_end_ns) / TOP_NS_PER_SEC;
 	r->interval_s = (double)a->newest_length_ns / TOP_NS_PER_SEC;
 }
