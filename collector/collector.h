@@ -248,9 +248,14 @@ struct tb_collector;
  *   the next: switching intervals, housekeeping, backing off) that the
  *   thread itself ran, its wall time less the time the thread was not
  *   running (the host or the kernel had its CPU). The thread's CPU time
- *   costs a system call: it is read at every pass's end, and at a pass's
- *   start only when the pause before it is TB_DRAIN_PAUSE_READ_NS or
- *   longer (a shorter one is taken whole, as self-caused).
+ *   costs a system call, so a busy thread does not read it: it is read at
+ *   the end of a pass that took no whole batch (a back-off follows, whose
+ *   spin hides the call), and at a pass's start only when the pause before
+ *   it is TB_DRAIN_PAUSE_READ_NS or longer (a shorter one is taken whole,
+ *   as self-caused). The time off CPU is taken over the window from the
+ *   last read: exactly the pause's after a pass that read it; after a busy
+ *   pass the window holds that pass too, and time off CPU in it is taken
+ *   off the pause as well (the figure can then read low, never high).
  * A pass itself is draining, not a pause: its length is the first figure. */
 #define TB_DRAIN_PAUSE_READ_NS 5000LL
 typedef struct tb_drain_stalls {
@@ -279,7 +284,8 @@ typedef struct tb_drainer {
 	bool last_pass_full;     /* the last pass took a whole batch from some ring */
 	uint64_t late_total, series_exhausted;
 	int64_t last_pass_ns;              /* the last pass's start */
-	int64_t pass_end_ns, pass_end_cpu_ns; /* its end, wall clock and thread CPU time */
+	int64_t pass_end_ns;               /* its end */
+	int64_t cpu_read_ns, cpu_read_wall_ns; /* the last read of the thread's CPU time, and when */
 	int64_t next_housekeep_ns;
 	tb_drain_stalls stalls;
 	uint64_t events_total;   /* taken, ever (relaxed atomic) */

@@ -542,8 +542,11 @@ static void note_gap(tb_drainer *d, int64_t now)
 	keep_most(&d->stalls.longest_gap_ns, now - d->last_pass_ns);
 	int64_t pause = now - d->pass_end_ns, self = pause;
 	if (pause >= TB_DRAIN_PAUSE_READ_NS) {
-		int64_t ran = thread_cpu_now() - d->pass_end_cpu_ns;
-		self = ran < 0 ? 0 : ran < pause ? ran : pause;
+		int64_t cpu = thread_cpu_now();
+		int64_t away = (now - d->cpu_read_wall_ns) - (cpu - d->cpu_read_ns);
+		self = away <= 0 ? pause : away < pause ? pause - away : 0;
+		d->cpu_read_ns = cpu;
+		d->cpu_read_wall_ns = now;
 	}
 	keep_most(&d->stalls.longest_self_pause_ns, self);
 }
@@ -620,7 +623,10 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	if (total)
 		__atomic_store_n(&d->events_total, d->events_total + total, __ATOMIC_RELAXED);
 	d->pass_end_ns = mono_now();
-	d->pass_end_cpu_ns = thread_cpu_now();
+	if (!full) { /* a back-off follows: read the CPU time now (collector.h) */
+		d->cpu_read_ns = thread_cpu_now();
+		d->cpu_read_wall_ns = d->pass_end_ns;
+	}
 	keep_most(&d->stalls.longest_pass_ns, d->pass_end_ns - now);
 	return total;
 }
@@ -744,6 +750,8 @@ void *tb_drainer_main(void *arg)
 	char name[16];
 	snprintf(name, sizeof(name), "tb-drain%u", d->id);
 	pthread_setname_np(pthread_self(), name);
+	d->cpu_read_ns = thread_cpu_now();
+	d->cpu_read_wall_ns = mono_now();
 	while (!*c->stop) {
 		/* --idle-us sleeps after a pass that took nothing, so every pass
 		 * there reads what there is: one that left a short ring alone
