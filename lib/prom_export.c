@@ -347,6 +347,38 @@ static int render_per_bus(const tb_prom_export *e, struct gather *g, tb_prom_buf
 	return emit(e, out, pb, &f, g);
 }
 
+/* The counter and gauge families after the latency histograms, in the
+ * order they are served. */
+static const struct {
+	enum per_metric what;
+	const char *name, *help;
+} metric_families[] = {
+	{PM_EVENTS, "tailbus_events_total", "Events of the metric's intervals since the exporter started."},
+	{PM_FOLDED, "tailbus_folded_total",
+	 "Of tailbus_events_total, events taken from fold lanes (2 significant digits: their ring was full)."},
+	{PM_NEGATIVE, "tailbus_negative_total",
+	 "Of tailbus_events_total, completions before their intended time, recorded as 0."},
+	{PM_LATE, "tailbus_late_total",
+	 "Of tailbus_events_total, events counted in a later interval than the one they completed in."},
+	{PM_UNMATCHED_START, "tailbus_unmatched_start_total",
+	 "START events that never met their END (expired, or no room to wait)."},
+	{PM_UNMATCHED_END, "tailbus_unmatched_end_total",
+	 "END events that never met their START (expired, or no room to wait)."},
+	{PM_SUMMARY_ONLY, "tailbus_summary_only_total",
+	 "Of tailbus_events_total, events of intervals the live area held without their histogram: "
+	 "not in tailbus_latency_seconds."},
+};
+static const struct {
+	enum per_bus what;
+	const char *name, *help;
+} bus_families[] = {
+	{PB_DROPPED, "tailbus_dropped_total", "Events lost to full rings on the bus since the exporter started."},
+	{PB_HEARTBEAT_AGE, "tailbus_collector_heartbeat_age_seconds",
+	 "Age of the collector's heartbeat (refreshed every 100 ms)."},
+	{PB_GAP, "tailbus_collector_longest_drain_gap_seconds",
+	 "The collector's longest time between two passes over the rings, in the newest interval."},
+};
+
 int tb_prom_export_render(const tb_prom_export *e, bool pb, int64_t now, tb_prom_buf *out)
 {
 	size_t most = e->nbus;
@@ -359,42 +391,12 @@ int tb_prom_export_render(const tb_prom_export *e, bool pb, int64_t now, tb_prom
 	int rc = g.labels && g.hists && g.values ? 0 : -ENOMEM;
 	if (rc == 0)
 		rc = render_histograms(e, &g, out, pb);
-	if (rc == 0)
-		rc = render_per_metric(e, &g, out, pb, PM_EVENTS, "tailbus_events_total",
-				       "Events of the metric's intervals since the exporter started.");
-	if (rc == 0)
-		rc = render_per_metric(e, &g, out, pb, PM_FOLDED, "tailbus_folded_total",
-				       "Of tailbus_events_total, events taken from fold lanes "
-				       "(2 significant digits: their ring was full).");
-	if (rc == 0)
-		rc = render_per_metric(e, &g, out, pb, PM_NEGATIVE, "tailbus_negative_total",
-				       "Of tailbus_events_total, completions before their intended time, "
-				       "recorded as 0.");
-	if (rc == 0)
-		rc = render_per_metric(e, &g, out, pb, PM_LATE, "tailbus_late_total",
-				       "Of tailbus_events_total, events counted in a later interval than "
-				       "the one they completed in.");
-	if (rc == 0)
-		rc = render_per_metric(e, &g, out, pb, PM_UNMATCHED_START, "tailbus_unmatched_start_total",
-				       "START events that never met their END (expired, or no room to wait).");
-	if (rc == 0)
-		rc = render_per_metric(e, &g, out, pb, PM_UNMATCHED_END, "tailbus_unmatched_end_total",
-				       "END events that never met their START (expired, or no room to wait).");
-	if (rc == 0)
-		rc = render_per_metric(e, &g, out, pb, PM_SUMMARY_ONLY, "tailbus_summary_only_total",
-				       "Of tailbus_events_total, events of intervals the live area held "
-				       "without their histogram: not in tailbus_latency_seconds.");
-	if (rc == 0)
-		rc = render_per_bus(e, &g, out, pb, now, PB_DROPPED, "tailbus_dropped_total",
-				    "Events lost to full rings on the bus since the exporter started.");
-	if (rc == 0)
-		rc = render_per_bus(e, &g, out, pb, now, PB_HEARTBEAT_AGE,
-				    "tailbus_collector_heartbeat_age_seconds",
-				    "Age of the collector's heartbeat (refreshed every 100 ms).");
-	if (rc == 0)
-		rc = render_per_bus(e, &g, out, pb, now, PB_GAP, "tailbus_collector_longest_drain_gap_seconds",
-				    "The collector's longest time between two passes over the rings, "
-				    "in the newest interval.");
+	for (size_t i = 0; rc == 0 && i < sizeof(metric_families) / sizeof(metric_families[0]); i++)
+		rc = render_per_metric(e, &g, out, pb, metric_families[i].what, metric_families[i].name,
+				       metric_families[i].help);
+	for (size_t i = 0; rc == 0 && i < sizeof(bus_families) / sizeof(bus_families[0]); i++)
+		rc = render_per_bus(e, &g, out, pb, now, bus_families[i].what, bus_families[i].name,
+				    bus_families[i].help);
 	free(g.labels);
 	free(g.hists);
 	free(g.values);
