@@ -290,6 +290,23 @@ static bool segment_fits(const struct cli *o)
 	return false;
 }
 
+/* Every thread but the drain threads (the closer, the writer, its io_uring
+ * workers) keeps off the drain threads' CPUs: the mask all of them start
+ * from is the CPUs this process may use less those, when that leaves one.
+ * A drain thread then pins itself to its own CPU (drain.c). */
+static void keep_off_drain_cpus(const struct cli *o)
+{
+	cpu_set_t allowed, rest;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return;
+	rest = allowed;
+	for (uint32_t k = 0; k < o->cfg.drain_threads && k < TB_COLLECTOR_MAX_DRAINERS; k++)
+		if (o->cfg.drain_cpus[k] >= 0)
+			CPU_CLR(o->cfg.drain_cpus[k], &rest);
+	if (CPU_COUNT(&rest) > 0 && !CPU_EQUAL(&rest, &allowed))
+		sched_setaffinity(0, sizeof(rest), &rest);
+}
+
 static int tune_process(const struct cli *o)
 {
 	/* the drain threads pin themselves; this thread is the closer's */
@@ -357,6 +374,7 @@ int main(int argc, char **argv)
 	char comment[128];
 	snprintf(comment, sizeof(comment), "Logged with tailbusd 0.1 bus %s", o.cfg.bus);
 	o.cfg.writer.comment = comment;
+	keep_off_drain_cpus(&o);
 	tb_collector c;
 	const char *why = "unknown error";
 	rc = tb_collector_open(&c, &o.cfg, &why);
@@ -369,7 +387,8 @@ int main(int argc, char **argv)
 	if ((rc = tb_segguard_install(&c)) < 0)
 		fprintf(stderr, "tailbusd: cannot guard the segment against truncation (%s); going on\n",
 			strerror(-rc));
-	/* pin after opening: the writer's threads stay off the drain loop's core */
+	/* pin after opening: the writer's threads keep the wider mask, off the
+	 * closer's CPU */
 	if (tune_process(&o) < 0) {
 		tb_segguard_uninstall(&c);
 		tb_collector_close(&c);

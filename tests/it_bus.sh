@@ -3,7 +3,8 @@
 # real io_uring and the real Java reader:
 #   exactness across processes and threads, START/END across processes,
 #   ring-full accounting with the collector stopped, start order both ways,
-#   a collector killed and restarted mid-run, the pwrite fallback.
+#   a collector killed and restarted mid-run, the pwrite fallback, the
+#   drain thread's CPU kept for it alone.
 #
 # Needs: TAILBUS, TAILBUSD, TB_EMIT. Each scenario uses its own bus, segment
 # directory and log directory under one temp dir, removed on exit.
@@ -345,6 +346,39 @@ rotation() {
 	done
 }
 check "rotation every second keeps --keep files, each with a full header" rotation
+
+# cpus_of LIST: "0-2,5" -> "0 1 2 5"
+cpus_of() {
+	local part out=()
+	for part in ${1//,/ }; do
+		if [[ $part == *-* ]]; then out+=($(seq "${part%-*}" "${part#*-}")); else out+=("$part"); fi
+	done
+	echo "${out[*]}"
+}
+
+drain_cpu_alone() {
+	local bus=alone allowed last t comm list
+	allowed=$(cpus_of "$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)")
+	last=${allowed##* }
+	[[ $allowed != "$last" ]] || { echo "  (one CPU: nothing to keep apart, skipped)"; return 0; }
+	start_collector $bus --cpus "$last" || return 1
+	emit $bus --count 20000 --rate 20000 --seed 5 >/dev/null
+	local seen_drain=0 seen_other=0
+	for t in /proc/"$cpid"/task/*; do
+		comm=$(cat "$t/comm")
+		list=$(cpus_of "$(awk '/^Cpus_allowed_list/ { print $2 }' "$t/status")")
+		if [[ $comm == tb-drain0 ]]; then
+			[[ $list == "$last" ]] || { echo "  the drain thread may run on $list, want $last"; return 1; }
+			seen_drain=1
+		else
+			[[ " $list " != *" $last "* ]] || { echo "  thread $comm may run on the drain CPU $last ($list)"; return 1; }
+			seen_other=$((seen_other + 1))
+		fi
+	done
+	stop_collector "$cpid"
+	[[ $seen_drain -eq 1 && $seen_other -ge 2 ]] || { echo "  threads seen: drain $seen_drain, others $seen_other"; return 1; }
+}
+check "--cpus: the drain thread alone on its CPU, every other thread kept off it" drain_cpu_alone
 
 uring() {
 	grep -q "through io_uring" "$tmp/exact/tailbusd.out" || { cat "$tmp/exact/tailbusd.out"; return 1; }
