@@ -13,9 +13,10 @@
  * from the rings' backlog (catch_up), each event in its own interval.
  *
  * tb_collector_run starts the drain threads (drain.c) and runs the schedule
- * on its own thread, which is also the closer's: every 10 ms it
- * closes each interval all drain threads have finished (close.c) and keeps
- * series memory faulted in ahead of them; every 100 ms, slot housekeeping
+ * on its own thread, which is also the closer's: just after each interval's
+ * end plus the grace, and otherwise every 50 ms, it closes each interval all
+ * drain threads have finished (close.c), watches the segment (segguard.c)
+ * and keeps series memory faulted in ahead of them; every 100 ms, slot housekeeping
  * (slots.c), the heartbeat and reaping finished writes; every second, the
  * rings' assignment to drain threads (tb_collector_rebalance). On stop:
  * the drain threads end, and this thread drains what is left, closes every
@@ -28,6 +29,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -591,6 +593,42 @@ static void tick(tb_collector *c, int64_t mono)
 	}
 }
 
+/* When the run loop looks next (TB_COLLECTOR_TICK_NS and the rest): a
+ * tick from now, or sooner just after the interval being closed becomes
+ * due, or at the next housekeeping, but never sooner than LOOK_MIN from
+ * now (an overdue close that a drain thread has not acked yet is looked at
+ * again then). */
+static int64_t next_look(const tb_collector *c, int64_t mono)
+{
+	int64_t next = mono + TB_COLLECTOR_TICK_NS;
+	int64_t due = c->closer.start_ns + c->cfg.interval_ns + c->cfg.grace_ns - c->clock_offset_ns +
+		      TB_COLLECTOR_CLOSE_SLACK_NS;
+	if (due < mono + TB_COLLECTOR_LOOK_MIN_NS)
+		due = mono + TB_COLLECTOR_LOOK_MIN_NS;
+	if (due < next)
+		next = due;
+	if (c->next_housekeep_ns > mono && c->next_housekeep_ns < next)
+		next = c->next_housekeep_ns;
+	return next;
+}
+
+/* Sleep until `at` (monotonic ns), or until the segment file is changed by
+ * a system call (segguard's inotify descriptor becomes readable), or a
+ * signal. */
+static void wait_until(const tb_collector *c, int64_t at)
+{
+	int64_t left = at - clock_ns(CLOCK_MONOTONIC);
+	if (left <= 0)
+		return;
+	struct timespec ts = {(time_t)(left / NS_PER_SEC), (long)(left % NS_PER_SEC)};
+	if (c->seg_watch >= 0) {
+		struct pollfd watch = {.fd = c->seg_watch, .events = POLLIN};
+		ppoll(&watch, 1, &ts, NULL);
+	} else {
+		nanosleep(&ts, NULL);
+	}
+}
+
 int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 {
 	c->stop = stop;
@@ -600,11 +638,10 @@ int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 		fprintf(stderr, "tailbusd: cannot start the drain threads: %s\n", strerror(-rc));
 		*stop = 1;
 	}
-	struct timespec nap = {0, TB_COLLECTOR_TICK_NS};
 	c->next_rebalance_ns = clock_ns(CLOCK_MONOTONIC) + TB_REBALANCE_NS;
 	while (!*stop) {
 		tick(c, clock_ns(CLOCK_MONOTONIC));
-		nanosleep(&nap, NULL);
+		wait_until(c, next_look(c, clock_ns(CLOCK_MONOTONIC)));
 	}
 	stop_drainers(c);
 	int frc = finish(c);

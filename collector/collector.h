@@ -86,12 +86,17 @@
 #define TB_COLLECTOR_HOUSEKEEP_NS 100000000LL  /* slot states, heartbeat: every 100 ms */
 #define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
 #define TB_COLLECTOR_MAX_DRAINERS 64
-/* The run loop's sleep between its looks at the schedule: a close waits at
- * most this long after the drain threads finished its interval (well within
- * an interval), and series memory is faulted in this often, ahead by half
- * what is taken. Each look costs a wake-up: 100 a second keep the run
- * loop's own cost far below its closes'. */
-#define TB_COLLECTOR_TICK_NS 10000000LL
+/* The run loop's looks at the schedule (collector.c, next_look): at most
+ * TICK apart (the segment's size and header watched, series memory faulted
+ * in ahead), at least LOOK_MIN apart, and one CLOSE_SLACK after an interval
+ * becomes due (its end plus the grace, by when the drain threads switch
+ * banks), so a close waits at most LOOK_MIN after they finished it. A
+ * change to the segment file by a system call (a truncation) wakes it at
+ * once. Each look costs a wake-up: about 20 a second keep the run loop's
+ * own cost far below its closes'. */
+#define TB_COLLECTOR_TICK_NS 50000000LL
+#define TB_COLLECTOR_LOOK_MIN_NS 10000000LL
+#define TB_COLLECTOR_CLOSE_SLACK_NS 1000000LL
 /* Rebalancing: rings move between drain threads at most this often, and
  * only when the busiest thread carries this much more than its share. */
 #define TB_REBALANCE_NS 1000000000LL

@@ -9,8 +9,8 @@
  *
  * So a shrink is an event the collector survives, reports and recovers
  * from, in two places:
- * - the run loop compares the file's size with the mapping every tick
- *   (every 10 ms, one fstat) and, finding it short, gives the file its size back
+ * - the run loop compares the file's size with the mapping at every look
+ *   (at most 50 ms apart, one fstat) and, finding it short, gives the file its size back
  *   (ftruncate: the pages past the cut exist again, as zeros);
  * - a SIGBUS handler (installed by tailbusd only, for the whole process,
  *   which is its own) does the same for a fault inside the mapping and
@@ -23,7 +23,8 @@
  *   file its size back before the run loop looks; so the run loop also
  *   watches the file with inotify: the segment is only ever changed
  *   through its mappings, which raise no inotify event, so a modification
- *   event is a truncation (or a write(2)) by someone. Seen with the size
+ *   event is a truncation (or a write(2)) by someone, and wakes the run
+ *   loop at once (it sleeps in ppoll on the watch). Seen with the size
  *   already whole, where it cut is unknown, and it is taken as a cut at 0.
  * Either way the run loop then recovers (tb_segguard_check): the header
  * and the metric entries it knows are written back from its own copies,
