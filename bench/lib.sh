@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # bench/lib.sh - what the bench scripts share: the release build, the
-# machine's load, figures as text (quotients and differences too), the one
-# median of a set of runs, and the one zero-drop search (its steps are each
-# script's own).
+# machine's load, the drain's CPUs kept for it, figures as text (quotients
+# and differences too), the one median of a set of runs, and the one
+# zero-drop search (its steps are each script's own).
 # Sourced, never run:
 #
 #   . "$(dirname "$0")/../lib.sh"     (from bench/<section>/; bench/run: ./lib.sh)
@@ -53,6 +53,19 @@ hogs() {
 	ps -eo pid=,pcpu=,etimes=,comm= | awk -v me=$$ '$1 != me && $2 >= 50 && $3 >= 60 {
 		printf "%s%s (pid %s, %s%% of a CPU for %d s)", (n++ ? ", " : ""), $4, $1, $2, $3 }'
 }
+
+# bench_isolate CPUS FILE: as root on a machine of more CPUs than CPUS,
+# move the host's other threads off CPUS (bench/isolate.py, what a cpuset
+# would do on a production host) and echo "yes"; else echo "no". The caller
+# runs bench_unisolate FILE when done (its EXIT trap).
+bench_isolate() {
+	if [ "$(id -u)" -eq 0 ] && python3 "$bench_root/bench/isolate.py" --cpus "$1" --save "$2" 2>/dev/null; then
+		echo yes
+	else
+		echo no
+	fi
+}
+bench_unisolate() { [ ! -f "$1" ] || python3 "$bench_root/bench/isolate.py" --restore "$1"; }
 
 # A figure for reading: three significant digits below 100, whole numbers
 # with thousands separators from 100; anything not a number as it is.
