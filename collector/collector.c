@@ -598,7 +598,7 @@ static void tick(tb_collector *c, int64_t mono)
  * due, or at the next housekeeping, but never sooner than LOOK_MIN from
  * now (an overdue close that a drain thread has not acked yet is looked at
  * again then). */
-static int64_t next_look(const tb_collector *c, int64_t mono)
+int64_t tb_collector_next_look(const tb_collector *c, int64_t mono)
 {
 	int64_t next = mono + TB_COLLECTOR_TICK_NS;
 	int64_t due = c->closer.start_ns + c->cfg.interval_ns + c->cfg.grace_ns - c->clock_offset_ns +
@@ -641,7 +641,7 @@ int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 	c->next_rebalance_ns = clock_ns(CLOCK_MONOTONIC) + TB_REBALANCE_NS;
 	while (!*stop) {
 		tick(c, clock_ns(CLOCK_MONOTONIC));
-		wait_until(c, next_look(c, clock_ns(CLOCK_MONOTONIC)));
+		wait_until(c, tb_collector_next_look(c, clock_ns(CLOCK_MONOTONIC)));
 	}
 	stop_drainers(c);
 	int frc = finish(c);

@@ -86,7 +86,7 @@
 #define TB_COLLECTOR_HOUSEKEEP_NS 100000000LL  /* slot states, heartbeat: every 100 ms */
 #define TB_COLLECTOR_DEFAULT_GRACE_NS 20000000LL /* close an interval 20 ms after its end */
 #define TB_COLLECTOR_MAX_DRAINERS 64
-/* The run loop's looks at the schedule (collector.c, next_look): at most
+/* The run loop's looks at the schedule (tb_collector_next_look): at most
  * TICK apart (the segment's size and header watched, series memory faulted
  * in ahead), at least LOOK_MIN apart, and one CLOSE_SLACK after an interval
  * becomes due (its end plus the grace, by when the drain threads switch
@@ -441,6 +441,9 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
  * then stop them, drain, close the partial interval, flush. Returns 0 or a
  * negative errno. */
 int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop);
+/* When, on the monotonic clock, the run loop looks at the schedule next,
+ * having looked at `mono` (TB_COLLECTOR_TICK_NS and the rest). */
+int64_t tb_collector_next_look(const tb_collector *c, int64_t mono);
 void tb_collector_close(tb_collector *c);
 int64_t tb_collector_now(const tb_collector *c); /* wall clock ns via the monotonic clock */
 

@@ -9,7 +9,8 @@
  * next interval, as late when they completed in the closing one, exactly as
  * if they had been drained after the close. Also what a close writes beside
  * the log: the health sidecar's rows, the live record's counters, and the
- * accounts a collector started after a kill counts the loss from.
+ * accounts a collector started after a kill counts the loss from; and when
+ * the run loop looks at the schedule next.
  *
  * The drain itself is test_drain.c's, slots test_slots.c's, the live heap
  * test_publish.c's and fold lanes test_folds.c's.
@@ -384,6 +385,38 @@ static void a_killed_collectors_unlogged_events_are_counted_lost(void **state)
 	assert_int_equal(f->c.accounts.lost_ring, 0);
 }
 
+/* Put the interval being closed due (its end plus the grace) `in_ns` after
+ * `mono` on the monotonic clock. */
+static void due_in(struct fixture *f, int64_t mono, int64_t in_ns)
+{
+	f->c.closer.start_ns = mono + in_ns + f->c.clock_offset_ns - f->c.cfg.interval_ns - f->c.cfg.grace_ns;
+}
+
+static void the_run_loop_looks_when_a_close_is_due(void **state)
+{
+	struct fixture *f = *state;
+	const int64_t ms = 1000000, mono = 1000000 * ms;
+	f->c.next_housekeep_ns = mono + 100 * ms;
+	/* due well within a tick: looked at just after, not a tick later */
+	due_in(f, mono, 30 * ms);
+	assert_int_equal(tb_collector_next_look(&f->c, mono), mono + 30 * ms + TB_COLLECTOR_CLOSE_SLACK_NS);
+	/* due far off: a tick, the segment watched meanwhile */
+	due_in(f, mono, 900 * ms);
+	assert_int_equal(tb_collector_next_look(&f->c, mono), mono + TB_COLLECTOR_TICK_NS);
+	/* due at once, or overdue and not acked yet: never sooner than LOOK_MIN */
+	due_in(f, mono, 2 * ms);
+	assert_int_equal(tb_collector_next_look(&f->c, mono), mono + TB_COLLECTOR_LOOK_MIN_NS);
+	due_in(f, mono, -5 * ms);
+	assert_int_equal(tb_collector_next_look(&f->c, mono), mono + TB_COLLECTOR_LOOK_MIN_NS);
+	/* housekeeping sooner than both */
+	due_in(f, mono, 900 * ms);
+	f->c.next_housekeep_ns = mono + 20 * ms;
+	assert_int_equal(tb_collector_next_look(&f->c, mono), mono + 20 * ms);
+	/* the three spacings in order, or the rule above means nothing */
+	assert_true(TB_COLLECTOR_CLOSE_SLACK_NS < TB_COLLECTOR_LOOK_MIN_NS);
+	assert_true(TB_COLLECTOR_LOOK_MIN_NS < TB_COLLECTOR_TICK_NS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -404,6 +437,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_close_leaves_the_rings_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(drops_of_a_close_with_no_metric_show_with_the_next,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(the_run_loop_looks_when_a_close_is_due, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost,
 						setup, teardown),
 	};
