@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "tailbus/cpus.h"
 #include "tailbus/env.h"
 #include "tailbus/units.h"
 
@@ -291,20 +292,19 @@ static bool segment_fits(const struct cli *o)
 }
 
 /* Every thread but the drain threads (the closer, the writer, its io_uring
- * workers) keeps off the drain threads' CPUs: the mask all of them start
- * from is the CPUs this process may use less those, when that leaves one.
- * A drain thread then pins itself to its own CPU (drain.c). */
+ * workers) keeps off the drain threads' CPUs: before any thread starts,
+ * this one may run on the CPUs it could less those, when that leaves one,
+ * and every thread it starts inherits that. A drain thread then pins itself
+ * to its own CPU (drain.c). */
 static void keep_off_drain_cpus(const struct cli *o)
 {
-	cpu_set_t allowed, rest;
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+	tb_cpus allowed, drains;
+	memset(&drains, 0, sizeof(drains));
+	if (tb_cpus_allowed(&allowed) < 0)
 		return;
-	rest = allowed;
 	for (uint32_t k = 0; k < o->cfg.drain_threads && k < TB_COLLECTOR_MAX_DRAINERS; k++)
-		if (o->cfg.drain_cpus[k] >= 0)
-			CPU_CLR(o->cfg.drain_cpus[k], &rest);
-	if (CPU_COUNT(&rest) > 0 && !CPU_EQUAL(&rest, &allowed))
-		sched_setaffinity(0, sizeof(rest), &rest);
+		tb_cpus_add(&drains, o->cfg.drain_cpus[k]);
+	tb_cpus_keep_off(&allowed, &drains);
 }
 
 static int tune_process(const struct cli *o)

@@ -347,18 +347,9 @@ rotation() {
 }
 check "rotation every second keeps --keep files, each with a full header" rotation
 
-# cpus_of LIST: "0-2,5" -> "0 1 2 5"
-cpus_of() {
-	local part out=()
-	for part in ${1//,/ }; do
-		if [[ $part == *-* ]]; then out+=($(seq "${part%-*}" "${part#*-}")); else out+=("$part"); fi
-	done
-	echo "${out[*]}"
-}
-
 drain_cpu_alone() {
 	local bus=alone allowed last t comm list
-	allowed=$(cpus_of "$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)")
+	allowed=$(cpus_allowed self)
 	last=${allowed##* }
 	[[ $allowed != "$last" ]] || { echo "  (one CPU: nothing to keep apart, skipped)"; return 0; }
 	start_collector $bus --cpus "$last" || return 1
@@ -366,7 +357,7 @@ drain_cpu_alone() {
 	local seen_drain=0 seen_other=0
 	for t in /proc/"$cpid"/task/*; do
 		comm=$(cat "$t/comm")
-		list=$(cpus_of "$(awk '/^Cpus_allowed_list/ { print $2 }' "$t/status")")
+		list=$(cpus_allowed "${t#/proc/}")
 		if [[ $comm == tb-drain0 ]]; then
 			[[ $list == "$last" ]] || { echo "  the drain thread may run on $list, want $last"; return 1; }
 			seen_drain=1

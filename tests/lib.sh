@@ -112,6 +112,15 @@ cleanup() {
 	rm -rf "$tmp"
 }
 
+# cpus_allowed PID or PID/task/TID or self: the CPUs it may run on, "0 1 2 5"
+cpus_allowed() {
+	local part out=()
+	for part in $(awk '/^Cpus_allowed_list/ { gsub(",", " ", $2); print $2 }' "/proc/$1/status"); do
+		if [[ $part == *-* ]]; then out+=($(seq "${part%-*}" "${part#*-}")); else out+=("$part"); fi
+	done
+	echo "${out[*]}"
+}
+
 # start_collector NAME [extra args]: tailbusd on bus NAME, segments in
 # $tmp/NAME/seg, logs in $tmp/NAME/log, its output in $tmp/NAME/tailbusd.out;
 # returns once it has written its startup lines. Sets $cpid (also in pids).

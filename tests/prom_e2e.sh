@@ -124,7 +124,13 @@ check "--listen with a name is refused" refused 2 "is not a numeric IPv4" --list
 check "--listen port 0 is refused" refused 2 "the port must be 1..65535" --listen 127.0.0.1:0
 check "a missing bus is said" refused 1 "bus 'nosuch'" --bus nosuch --dir "$tmp"
 
-start_collector a
+# host a's drain thread pinned to the last CPU (where there are two or more):
+# exporter a keeps every thread of its own off that CPU
+allowed=$(cpus_allowed self)
+last=${allowed##* }
+a_cpus=()
+[[ $allowed == "$last" ]] || a_cpus=(--cpus "$last")
+start_collector a "${a_cpus[@]}"
 cpid_a=$cpid
 start_collector b
 cpid_b=$cpid
@@ -132,6 +138,20 @@ start_exporter a a "$port_a"
 epid_a=$epid
 start_exporter b b "$port_b"
 epid_b=$epid
+
+off_the_drain_cpu() {
+	[[ ${#a_cpus[@]} -gt 0 ]] || { echo "  (one CPU: nothing to keep apart, skipped)"; return 0; }
+	grep -q "keeping off CPU(s) $last, the drain threads'" "$tmp/export-a.out" ||
+		{ cat "$tmp/export-a.out"; return 1; }
+	local t n=0
+	for t in /proc/"$epid_a"/task/*; do
+		[[ " $(cpus_allowed "${t#/proc/}") " != *" $last "* ]] ||
+			{ echo "  exporter thread $(cat "$t/comm") may run on the drain CPU $last"; return 1; }
+		n=$((n + 1))
+	done
+	[[ $n -ge 2 ]] || { echo "  exporter threads seen: $n (its HTTP thread too?)"; return 1; }
+}
+check "the exporter keeps off the CPU of a collector's drain thread" off_the_drain_cpu
 check "Prometheus with native histograms starts" \
 	start_prometheus native "$port_native" --enable-feature=native-histograms
 pid_native=$ppid

@@ -3,10 +3,12 @@
  *   tailbus export [--bus B]... [--dir D] [--listen ADDR:PORT] [--host NAME]
  *                  [--schema S] [--poll DURATION]
  *
- * A process of its own, never a thread of tailbusd, so that serving scrapes
- * cannot take time from a drain CPU: it maps each bus read-only and reads the
- * live area without a system call or a write (tailbus/live.h), as `tailbus
- * top` does. The main thread polls the live areas (tailbus/prom_export.h);
+ * A process of its own, never a thread of tailbusd: it maps each bus
+ * read-only and reads the live area without a system call or a write
+ * (tailbus/live.h), as `tailbus top` does, and its threads keep off the CPUs
+ * the buses' drain threads are pinned to (tailbus/cpus.h; looked at again
+ * once a second, as collectors come and go), so that serving scrapes takes
+ * no time from a drain thread. The main thread polls the live areas (tailbus/prom_export.h);
  * libmicrohttpd's one internal thread serves every connection from an epoll
  * loop, so a slow or hostile client holds a connection, not the server.
  * Both take one mutex: a poll and a render never overlap.
@@ -33,6 +35,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tailbus/bus.h"
+#include "tailbus/cpus.h"
 #include "tailbus/prom_export.h"
 #include "tailbus/segment.h"
 
@@ -282,12 +286,46 @@ static int open_buses(const struct options *o, tb_seg *segs, tb_prom_export *exp
 	return 0;
 }
 
-/* Poll until a signal; say when the live areas cannot be read, and when they can again. */
-static void poll_loop(struct server *srv, const struct options *o)
+/* Keep every thread of the exporter off the CPUs the drain threads of the
+ * buses' collectors are pinned to (tailbus/cpus.h), starting from the CPUs
+ * it was given (`allowed`); *off is what it keeps off now, said on stderr
+ * when it changes. */
+static void keep_off_drains(const tb_seg *segs, int nbus, const tb_cpus *allowed, tb_cpus *off)
+{
+	tb_cpus now;
+	memset(&now, 0, sizeof(now));
+	for (int i = 0; i < nbus; i++) {
+		tb_bus_counts c;
+		tb_bus_counts_read(&segs[i], 0, &c);
+		if (c.collector == TB_COLLECTOR_SERVING)
+			tb_cpus_of_drain_threads(c.collector_pid, &now);
+	}
+	if (!memcmp(&now, off, sizeof(now)))
+		return;
+	char list[256];
+	int rc = tb_cpus_keep_off(allowed, &now);
+	if (rc == 1)
+		fprintf(stderr, "tailbus export: keeping off CPU(s) %s, the drain threads'\n",
+			tb_cpus_count(&now) ? tb_cpus_format(&now, list, sizeof(list)) : "none");
+	else if (rc == 0)
+		fprintf(stderr, "tailbus export: the drain threads hold every CPU it may use (%s)\n",
+			tb_cpus_format(&now, list, sizeof(list)));
+	else
+		tb_cli_error(VERB, "cannot keep off the drain threads' CPUs: %s", strerror(-rc));
+	*off = now;
+}
+
+/* Poll until a signal; say when the live areas cannot be read, and when
+ * they can again; once a second, follow the drain threads' CPUs. */
+static void poll_loop(struct server *srv, const struct options *o, const tb_seg *segs,
+		      const tb_cpus *allowed, tb_cpus *off)
 {
 	int last = 0;
 	struct timespec ts = {(time_t)(o->poll_ns / TB_UNIT_S), (long)(o->poll_ns % TB_UNIT_S)};
+	int64_t polls_a_second = TB_UNIT_S / o->poll_ns, n = 0;
 	while (!stop) {
+		if (allowed && ++n % (polls_a_second > 0 ? polls_a_second : 1) == 0)
+			keep_off_drains(segs, o->nbus, allowed, off);
 		pthread_mutex_lock(&srv->lock);
 		int rc = tb_prom_export_poll(srv->exp);
 		pthread_mutex_unlock(&srv->lock);
@@ -328,6 +366,12 @@ int tb_cmd_export(int argc, char **argv)
 	if (open_buses(&o, segs, srv.exp) < 0)
 		goto out;
 	tb_prom_export_poll(srv.exp); /* the baseline, before the first scrape */
+	/* off the drain CPUs before the HTTP thread starts, which inherits it */
+	tb_cpus allowed, off;
+	memset(&off, 0, sizeof(off));
+	bool follow_cpus = tb_cpus_allowed(&allowed) == 0;
+	if (follow_cpus)
+		keep_off_drains(segs, o.nbus, &allowed, &off);
 	raise_open_files();
 	signal(SIGPIPE, SIG_IGN);
 	struct MHD_Daemon *d = start_http(&srv, &ss, v6);
@@ -341,7 +385,7 @@ int tb_cmd_export(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	fprintf(stderr, "tailbus export: serving http://%s/metrics (host \"%s\", schema %d)\n", o.listen,
 		o.host, o.schema);
-	poll_loop(&srv, &o);
+	poll_loop(&srv, &o, segs, follow_cpus ? &allowed : NULL, &off);
 	MHD_stop_daemon(d);
 	fprintf(stderr, "tailbus export: stopped after %lu scrapes\n", srv.scrapes);
 	exit_status = TB_EXIT_OK;
