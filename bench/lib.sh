@@ -60,6 +60,8 @@ hogs() {
 # runs bench_unisolate FILE when done (its EXIT trap).
 bench_isolate() {
 	if [ "$(id -u)" -eq 0 ] && python3 "$bench_root/bench/isolate.py" --cpus "$1" --save "$2" 2>/dev/null; then
+		echo "$(basename "$0"): the host's threads moved off CPU(s) $1; should this run be killed," \
+			"give them back with: python3 bench/isolate.py --restore $2" >&2
 		echo yes
 	else
 		echo no

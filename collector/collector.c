@@ -614,10 +614,14 @@ int64_t tb_collector_next_look(const tb_collector *c, int64_t mono)
 
 /* Sleep until `at` (monotonic ns), or until the segment file is changed by
  * a system call (segguard's inotify descriptor becomes readable), or a
- * signal. */
+ * signal. Without the watch, a cut is found only by looking: then no
+ * longer than LOOK_MIN. */
 static void wait_until(const tb_collector *c, int64_t at)
 {
-	int64_t left = at - clock_ns(CLOCK_MONOTONIC);
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	if (c->seg_watch < 0 && at > now + TB_COLLECTOR_LOOK_MIN_NS)
+		at = now + TB_COLLECTOR_LOOK_MIN_NS;
+	int64_t left = at - now;
 	if (left <= 0)
 		return;
 	struct timespec ts = {(time_t)(left / NS_PER_SEC), (long)(left % NS_PER_SEC)};

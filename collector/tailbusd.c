@@ -387,8 +387,8 @@ int main(int argc, char **argv)
 	if ((rc = tb_segguard_install(&c)) < 0)
 		fprintf(stderr, "tailbusd: cannot guard the segment against truncation (%s); going on\n",
 			strerror(-rc));
-	/* pin after opening: the writer's threads keep the wider mask, off the
-	 * closer's CPU */
+	/* pin after opening, so that the writer's threads keep the wider mask
+	 * (which may include the closer's CPU) rather than the closer's one */
 	if (tune_process(&o) < 0) {
 		tb_segguard_uninstall(&c);
 		tb_collector_close(&c);

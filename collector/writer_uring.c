@@ -16,6 +16,7 @@
 #include "writer_impl.h"
 
 #include <errno.h>
+#include <sched.h>
 
 /* io_uring_prep_write takes an unsigned length: longer appends are written
  * in pieces of this size, continued like short writes. */
@@ -41,6 +42,14 @@ int wr_uring_start(tb_writer *w)
 		io_uring_queue_exit(&w->ring);
 		return -EOPNOTSUPP;
 	}
+	/* The kernel's workers for this ring (iou-wrk-*, which buffered writes
+	 * and fsyncs go to) take their CPUs from the cpuset, not from the
+	 * opening thread: give them this thread's, which tailbusd has already
+	 * narrowed to keep off the drain threads' CPUs. Kernels before 5.14
+	 * refuse; their workers run where the cpuset lets them. */
+	cpu_set_t cpus;
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+		io_uring_register_iowq_aff(&w->ring, sizeof(cpus), &cpus);
 	w->uring = true;
 	return 0;
 }

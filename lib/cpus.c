@@ -33,8 +33,9 @@ int tb_cpus_count(const tb_cpus *s)
 char *tb_cpus_format(const tb_cpus *s, char *buf, size_t size)
 {
 	size_t at = 0;
-	if (size)
-		buf[0] = '\0';
+	if (!size)
+		return buf;
+	buf[0] = '\0';
 	for (int lo = 0; lo < TB_CPUS_MAX; lo++) {
 		if (!tb_cpus_has(s, lo))
 			continue;

@@ -141,6 +141,13 @@ epid_b=$epid
 
 off_the_drain_cpu() {
 	[[ ${#a_cpus[@]} -gt 0 ]] || { echo "  (one CPU: nothing to keep apart, skipped)"; return 0; }
+	# the exporter looks once a second: the drain thread may have pinned
+	# itself only after the exporter's first look
+	local _
+	for _ in $(seq 30); do
+		grep -q "keeping off CPU(s) $last, the drain threads'" "$tmp/export-a.out" && break
+		sleep 0.1
+	done
 	grep -q "keeping off CPU(s) $last, the drain threads'" "$tmp/export-a.out" ||
 		{ cat "$tmp/export-a.out"; return 1; }
 	local t n=0

@@ -1,8 +1,8 @@
 /* test_cpus.c - CPU sets: adding, counting and listing; the CPUs a
  * process's pinned drain threads hold, read from /proc for this very
  * process (a thread named tb-drain0 pinned to one CPU, another to none);
- * and every thread of the process kept off a set, or left alone when
- * nothing would be left.
+ * and every thread of the process (this one and another) kept off a set,
+ * or left alone when nothing would be left.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -115,9 +115,23 @@ static void threads_keep_off_a_set(void **state)
 	for (int k = 0; k < TB_CPUS_MAX; k++)
 		if (tb_cpus_has(&allowed, k))
 			last = k;
+	/* another thread, running before the call: it is moved too */
+	pthread_barrier_t ready, done;
+	pthread_barrier_init(&ready, NULL, 2);
+	pthread_barrier_init(&done, NULL, 2);
+	struct pinned other = {"other", -1, &ready, &done};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, named_thread, &other), 0);
+	pthread_barrier_wait(&ready);
 	memset(&off, 0, sizeof(off));
 	tb_cpus_add(&off, last);
 	assert_int_equal(tb_cpus_keep_off(&allowed, &off), 1);
+	cpu_set_t theirs;
+	assert_int_equal(pthread_getaffinity_np(th, sizeof(theirs), &theirs), 0);
+	pthread_barrier_wait(&done);
+	pthread_join(th, NULL);
+	assert_false(CPU_ISSET(last, &theirs));
+	assert_int_equal(CPU_COUNT(&theirs), tb_cpus_count(&allowed) - 1);
 	assert_int_equal(tb_cpus_allowed(&now), 0);
 	assert_false(tb_cpus_has(&now, last));
 	assert_int_equal(tb_cpus_count(&now), tb_cpus_count(&allowed) - 1);

@@ -287,45 +287,62 @@ static int open_buses(const struct options *o, tb_seg *segs, tb_prom_export *exp
 }
 
 /* Keep every thread of the exporter off the CPUs the drain threads of the
- * buses' collectors are pinned to (tailbus/cpus.h), starting from the CPUs
- * it was given (`allowed`); *off is what it keeps off now, said on stderr
- * when it changes. */
-static void keep_off_drains(const tb_seg *segs, int nbus, const tb_cpus *allowed, tb_cpus *off)
+ * buses' serving collectors are each pinned to (tailbus/cpus.h), starting
+ * from the CPUs it was given; what it keeps off is said on stderr when it
+ * changes. A collector whose threads cannot be read (another PID namespace,
+ * /proc mounted hidepid) is said once. A set that could not be applied is
+ * tried again at the next call. */
+struct cpu_watch {
+	tb_cpus allowed; /* the CPUs the exporter was given */
+	tb_cpus off;     /* the drain CPUs it keeps off now */
+	int32_t unseen;  /* the last collector whose threads could not be read */
+};
+
+static void keep_off_drains(const tb_seg *segs, int nbus, struct cpu_watch *w)
 {
 	tb_cpus now;
 	memset(&now, 0, sizeof(now));
 	for (int i = 0; i < nbus; i++) {
 		tb_bus_counts c;
-		tb_bus_counts_read(&segs[i], 0, &c);
-		if (c.collector == TB_COLLECTOR_SERVING)
-			tb_cpus_of_drain_threads(c.collector_pid, &now);
+		tb_bus_counts_read(&segs[i], mono_ns(), &c);
+		if (c.collector != TB_COLLECTOR_SERVING)
+			continue;
+		int rc = tb_cpus_of_drain_threads(c.collector_pid, &now);
+		if (rc < 0 && c.collector_pid != w->unseen) {
+			tb_cli_error(VERB, "cannot see the threads of the collector of %s (pid %d: %s): "
+				     "its drain CPUs are not kept clear", segs[i].path, (int)c.collector_pid,
+				     strerror(-rc));
+			w->unseen = c.collector_pid;
+		}
 	}
-	if (!memcmp(&now, off, sizeof(now)))
+	if (!memcmp(&now, &w->off, sizeof(now)))
 		return;
 	char list[256];
-	int rc = tb_cpus_keep_off(allowed, &now);
+	int rc = tb_cpus_keep_off(&w->allowed, &now);
+	if (rc < 0) {
+		tb_cli_error(VERB, "cannot keep off the drain threads' CPUs: %s", strerror(-rc));
+		return;
+	}
 	if (rc == 1)
 		fprintf(stderr, "tailbus export: keeping off CPU(s) %s, the drain threads'\n",
 			tb_cpus_count(&now) ? tb_cpus_format(&now, list, sizeof(list)) : "none");
-	else if (rc == 0)
+	else
 		fprintf(stderr, "tailbus export: the drain threads hold every CPU it may use (%s)\n",
 			tb_cpus_format(&now, list, sizeof(list)));
-	else
-		tb_cli_error(VERB, "cannot keep off the drain threads' CPUs: %s", strerror(-rc));
-	*off = now;
+	w->off = now;
 }
 
 /* Poll until a signal; say when the live areas cannot be read, and when
  * they can again; once a second, follow the drain threads' CPUs. */
 static void poll_loop(struct server *srv, const struct options *o, const tb_seg *segs,
-		      const tb_cpus *allowed, tb_cpus *off)
+		      struct cpu_watch *cpus)
 {
 	int last = 0;
 	struct timespec ts = {(time_t)(o->poll_ns / TB_UNIT_S), (long)(o->poll_ns % TB_UNIT_S)};
 	int64_t polls_a_second = TB_UNIT_S / o->poll_ns, n = 0;
 	while (!stop) {
-		if (allowed && ++n % (polls_a_second > 0 ? polls_a_second : 1) == 0)
-			keep_off_drains(segs, o->nbus, allowed, off);
+		if (cpus && ++n % (polls_a_second > 0 ? polls_a_second : 1) == 0)
+			keep_off_drains(segs, o->nbus, cpus);
 		pthread_mutex_lock(&srv->lock);
 		int rc = tb_prom_export_poll(srv->exp);
 		pthread_mutex_unlock(&srv->lock);
@@ -367,11 +384,14 @@ int tb_cmd_export(int argc, char **argv)
 		goto out;
 	tb_prom_export_poll(srv.exp); /* the baseline, before the first scrape */
 	/* off the drain CPUs before the HTTP thread starts, which inherits it */
-	tb_cpus allowed, off;
-	memset(&off, 0, sizeof(off));
-	bool follow_cpus = tb_cpus_allowed(&allowed) == 0;
+	struct cpu_watch cpus;
+	memset(&cpus, 0, sizeof(cpus));
+	bool follow_cpus = tb_cpus_allowed(&cpus.allowed) == 0;
 	if (follow_cpus)
-		keep_off_drains(segs, o.nbus, &allowed, &off);
+		keep_off_drains(segs, o.nbus, &cpus);
+	else
+		tb_cli_error(VERB, "cannot read its own CPUs (more than %d?): drain CPUs not kept clear",
+			     TB_CPUS_MAX);
 	raise_open_files();
 	signal(SIGPIPE, SIG_IGN);
 	struct MHD_Daemon *d = start_http(&srv, &ss, v6);
@@ -385,7 +405,7 @@ int tb_cmd_export(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	fprintf(stderr, "tailbus export: serving http://%s/metrics (host \"%s\", schema %d)\n", o.listen,
 		o.host, o.schema);
-	poll_loop(&srv, &o, segs, follow_cpus ? &allowed : NULL, &off);
+	poll_loop(&srv, &o, segs, follow_cpus ? &cpus : NULL);
 	MHD_stop_daemon(d);
 	fprintf(stderr, "tailbus export: stopped after %lu scrapes\n", srv.scrapes);
 	exit_status = TB_EXIT_OK;

@@ -34,7 +34,8 @@ int tb_cpus_count(const tb_cpus *s);
  * short, still terminated, when it does not fit). Returns buf. */
 char *tb_cpus_format(const tb_cpus *s, char *buf, size_t size);
 
-/* The CPUs the calling thread may run on, into *out. Returns 0 or -errno. */
+/* The CPUs the calling thread may run on, into *out. Returns 0 or -errno
+ * (-EINVAL on a machine of more than TB_CPUS_MAX CPUs). */
 int tb_cpus_allowed(tb_cpus *out);
 
 /* The CPUs to which the drain threads (named tb-drainN) of process `pid`
