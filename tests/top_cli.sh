@@ -383,6 +383,32 @@ folds() {
 }
 check "folds: what a full ring folded is counted, and shown as folded, not dropped" folds
 
+# ---- top keeps off the CPU of a drain thread pinned with --cpus ----
+off_the_drain_cpu() {
+	local bus=pinned allowed last
+	allowed=$(cpus_allowed self)
+	last=${allowed##* }
+	[[ $allowed != "$last" ]] || { echo "  (one CPU: nothing to keep apart, skipped)"; return 0; }
+	start_collector $bus --cpus "$last" || return 1
+	emit $bus --count 300 --seed 1 >/dev/null
+	wait_published $bus m0 300 || return 1
+	background_top --bus $bus --dir "$tmp/$bus/seg" --json --window 60 --interval-ms 100 >/dev/null
+	local top_pid="" st _
+	for _ in $(seq 50); do
+		for st in /proc/[0-9]*/stat; do
+			[[ $(cut -d' ' -f4 "$st" 2>/dev/null) == "$tp" ]] && { top_pid=${st#/proc/}; top_pid=${top_pid%/stat}; }
+		done
+		[[ -n $top_pid && " $(cpus_allowed "$top_pid") " != *" $last "* ]] && break
+		sleep 0.1
+	done
+	local got
+	got=$(cpus_allowed "${top_pid:-self}")
+	stop_top || true
+	stop_collector "$cpid" || true
+	[[ -n $top_pid && " $got " != *" $last "* ]] || { echo "  top (pid ${top_pid:-?}) may run on the drain CPU $last ($got)"; return 1; }
+}
+check "top keeps off the CPU of a drain thread pinned with --cpus" off_the_drain_cpu
+
 # ---- a collector restarted with --fresh replaces the segment under top ----
 fresh() {
 	local bus=fresh

@@ -3,8 +3,8 @@
  *
  * A drain thread busy-polls its rings on a CPU of its own (tailbusd --cpus).
  * Anything else the scheduler runs there makes it wait: tailbusd's own
- * closer and writer, and tools beside it such as `tailbus export`. Both keep
- * off those CPUs with these calls; what else the host runs there is the
+ * closer and writer, and tools beside it (`tailbus export`, `tailbus top`).
+ * They keep off those CPUs with these calls; what else the host runs there is the
  * host's to keep away (isolcpus, a cpuset).
  */
 #ifndef TAILBUS_CPUS_H

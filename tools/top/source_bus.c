@@ -18,7 +18,9 @@
  *    tb_bus_counts_read's, so the segment's layout is read in lib/ only.
  *  - While the mapped segment's collector does not serve it, top checks
  *    whether the bus's file was replaced (`tailbusd --fresh`) and follows the
- *    new one; while it does, a snapshot makes no system call.
+ *    new one; while it does, a snapshot makes no system call, but when the
+ *    collector or its number of drain threads changes: then top reads which
+ *    CPUs the drain threads are pinned to, and keeps off them.
  *  - Metric names are read defensively (producers write the metric table):
  *    one that is not a valid name is shown as metric-<id>.
  */
@@ -145,10 +147,31 @@ static bool bus_collector_alive(const struct top_bus *b)
 	       TB_COLLECTOR_SERVING;
 }
 
+/* Keep top off the CPUs the collector's drain threads are pinned to
+ * (tailbus/cpus.h), looked at again only when the collector or its number
+ * of drain threads changes (the count is published at its first close,
+ * after the drain threads pinned themselves). */
+static void bus_keep_off_drains(struct top_bus *b, const tb_bus_counts *c)
+{
+	if (c->collector != TB_COLLECTOR_SERVING ||
+	    (c->collector_pid == b->cpus_pid && c->drain_threads == b->cpus_drains))
+		return;
+	b->cpus_pid = c->collector_pid;
+	b->cpus_drains = c->drain_threads;
+	if (!b->cpus_read && tb_cpus_allowed(&b->cpus_allowed) < 0)
+		return;
+	b->cpus_read = true;
+	tb_cpus off;
+	memset(&off, 0, sizeof(off));
+	if (tb_cpus_of_drain_threads(c->collector_pid, &off) >= 0)
+		tb_cpus_keep_off(&b->cpus_allowed, &off);
+}
+
 static void bus_header(struct top_bus *b, struct top_snap *sn)
 {
 	tb_bus_counts c;
 	tb_bus_counts_read(&b->seg, top_clock_ns(CLOCK_MONOTONIC), &c);
+	bus_keep_off_drains(b, &c);
 	sn->path = b->seg.path;
 	sn->page_size = b->seg.layout.page_size;
 	sn->hugepages = b->seg.hugepages;

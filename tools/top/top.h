@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "tailbus/cpus.h"
 #include "tailbus/hist.h"
 #include "tailbus/log.h"
 #include "tailbus/log_follow.h"
@@ -144,6 +145,12 @@ void top_sort_rows(struct top_snap *sn);
 struct top_bus {
 	tb_seg seg;
 	uint64_t published_seen;
+	/* the CPUs top was given, and the collector (pid, drain threads) whose
+	 * drain CPUs it last kept off */
+	tb_cpus cpus_allowed;
+	bool cpus_read;
+	int32_t cpus_pid;
+	uint32_t cpus_drains;
 };
 
 int top_bus_open(struct top_bus *b, const struct top_options *o);
