@@ -56,6 +56,7 @@ void tb_collector_config_default(tb_collector_config *c)
 	c->grace_ns = TB_COLLECTOR_DEFAULT_GRACE_NS;
 	c->backoff_ns = TB_COLLECTOR_DEFAULT_BACKOFF_NS;
 	c->max_series = TB_COLLECTOR_DEFAULT_SERIES;
+	c->series_reserve = TB_SERIES_RESERVE;
 	c->join_capacity = TB_JOIN_DEFAULT_CAPACITY;
 	c->join_timeout_ns = TB_JOIN_DEFAULT_TIMEOUT_NS;
 	c->drain_threads = 1;

@@ -76,7 +76,7 @@
 #define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */
 /* Series whose memory the run loop keeps faulted in ahead of the drain
  * threads' needs: new (slot, metric) pairs between two of its visits. */
-#define TB_SERIES_RESERVE 16
+#define TB_SERIES_RESERVE 16 /* the default series_reserve */
 /* The bucket layout of every series histogram, TB_HIST_DEFAULT_* (1 ns to
  * an hour at 3 digits), as constants for the drain's fast path to fold into
  * its code; the collector refuses to open if tb_hist_init gives another. */
@@ -312,6 +312,7 @@ typedef struct tb_collector_config {
 	int64_t idle_ns;     /* sleep when a pass finds nothing; 0 = busy-poll */
 	int64_t backoff_ns;  /* spin after a pass no ring filled a batch in; 0 = none */
 	uint32_t max_series;
+	uint32_t series_reserve; /* series kept faulted in ahead of those taken */
 	uint32_t join_capacity;
 	int64_t join_timeout_ns;
 	tb_seg_config seg;   /* used when tailbusd creates the segment */
@@ -453,7 +454,7 @@ void tb_series_pool_free(tb_collector *c);
 /* The series of (slot, metric), taken from the pool if it has none yet;
  * NULL once the pool is spent (counted in the caller's series_exhausted). */
 tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted);
-/* Fault in the memory of series up to TB_SERIES_RESERVE past those taken. */
+/* Fault in the memory of series up to series_reserve past those taken. */
 void tb_series_prefault(tb_collector *c);
 /* Add what the fast path recorded into bank `bank` of every series to the
  * histograms' totals and to counts[metric].events. */

@@ -10,8 +10,8 @@
  *
  * The mapping is committed lazily by the kernel. So that no drain thread
  * takes a page fault for a new series, the run loop faults in the memory
- * of series beyond those taken (TB_SERIES_RESERVE, or half as many as are
- * taken, whichever is more; tb_series_prefault), with MADV_POPULATE_WRITE,
+ * of series beyond those taken (the reserve, tailbusd --series-reserve,
+ * or half as many as are taken, whichever is more; tb_series_prefault), with MADV_POPULATE_WRITE,
  * which leaves what a page holds as it is. A series a drain thread takes
  * before that (a burst of new (slot, metric) pairs between two of the run
  * loop's looks) faults in only the pages its values land in, on that
@@ -115,9 +115,10 @@ void tb_series_prefault(tb_collector *c)
 	uint32_t taken = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
 	/* ahead by the reserve, or by half of what is taken when that is
 	 * more: rings that start many metrics at once come in bursts */
-	uint32_t want = taken + (taken / 2 > TB_SERIES_RESERVE ? taken / 2 : TB_SERIES_RESERVE);
-	if (want > c->cfg.max_series)
-		want = c->cfg.max_series;
+	uint32_t reserve = c->cfg.series_reserve;
+	uint64_t ahead = taken / 2 > reserve ? taken / 2 : reserve;
+	uint32_t want = (uint64_t)taken + ahead > c->cfg.max_series ? c->cfg.max_series :
+								 (uint32_t)(taken + ahead);
 	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
 	if (ready >= want)
 		return;

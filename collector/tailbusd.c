@@ -1,7 +1,7 @@
 /* tailbusd.c - the collector daemon's command line.
  *
  *   tailbusd --bus NAME --log-dir D [--dir SEGDIR] [--cpu N] [--interval 1s]
- *            [--drain-threads N] [--cpus LIST] [--close-cpu N] [--no-rebalance]
+ *            [--drain-threads N] [--cpus LIST] [--close-cpu N] [--no-rebalance] [--series-reserve N]
  *            [--rotate-seconds S] [--rotate-bytes B] [--keep N] [--idle-us U]
  *            [--backoff-ns N] [--evict-lines] [--io-fallback] [--fresh] [--slots N] [--ring-events N]
  *            [--metrics N] [--fold-lanes N] [--live-heap SIZE] [--group GID] [--mlock] [--fifo PRIO] [--foreground]
@@ -57,6 +57,9 @@ static void usage(FILE *out)
 		"  --cpus LIST          the drain threads' CPUs, one each: 2,3,4 or 2-5\n"
 		"  --close-cpu N        pin the closer (merge, encode, write) to CPU N\n"
 		"  --no-rebalance       keep each ring on the drain thread it was first given\n"
+		"  --series-reserve N   keep N (ring, metric) histograms' memory faulted in ahead of\n"
+		"                       those in use (default 16; about 0.5 MiB each): as many as\n"
+		"                       may start at once, so no drain thread faults them in\n"
 		"  --idle-us U          sleep U (bare: us; at most 1s) when the bus is quiet\n"
 		"                       (default: busy-poll)\n"
 		"  --backoff-ns N       after a pass that found no ring with a whole batch waiting,\n"
@@ -107,6 +110,7 @@ static const tb_unit_spec heap_spec = {TB_UNIT_SIZE, 1, TB_LIVE_HEAP_MIN, TB_LIV
 static const tb_unit_spec group_spec = {TB_UNIT_COUNT, 1, 0, GID_MAX};
 static const tb_unit_spec fifo_spec = {TB_UNIT_COUNT, 1, FIFO_PRIO_MIN, FIFO_PRIO_MAX};
 static const tb_unit_spec drains_spec = {TB_UNIT_COUNT, 1, 1, TB_COLLECTOR_MAX_DRAINERS};
+static const tb_unit_spec reserve_spec = {TB_UNIT_COUNT, 1, 0, TB_COLLECTOR_DEFAULT_SERIES};
 
 /* `arg` for option `name` as `spec` says; false after the sentence that
  * names the option and says why. */
@@ -169,6 +173,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		{"fold-lanes", 1, 0, 'o'}, {"live-heap", 1, 0, 'H'},
 		{"mlock", 0, 0, 'L'},      {"fifo", 1, 0, 'P'},        {"foreground", 0, 0, 'G'},
 		{"drain-threads", 1, 0, 'D'}, {"cpus", 1, 0, 'C'},    {"close-cpu", 1, 0, 'K'},
+		{"series-reserve", 1, 0, 'S'},
 		{"no-rebalance", 0, 0, 'N'},
 		{"help", 0, 0, 'h'},       {"version", 0, 0, 'V'},     {0, 0, 0, 0}};
 	tb_collector_config_default(&o->cfg);
@@ -217,6 +222,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'P': ok = value(name, optarg, &fifo_spec, &v); o->fifo = (int)v; break;
 		case 'G': o->foreground = true; break;
 		case 'D': ok = value(name, optarg, &drains_spec, &v); o->cfg.drain_threads = (uint32_t)v; break;
+		case 'S': ok = value(name, optarg, &reserve_spec, &v); o->cfg.series_reserve = (uint32_t)v; break;
 		case 'C':
 			if (!(ok = parse_cpus(optarg, o)))
 				fprintf(stderr, "tailbusd: bad value '%s' for --cpus: a list of CPUs, e.g. 2,3 or 2-5, "
@@ -415,7 +421,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tailbusd: %llu events had no histogram left (raise the series pool)\n",
 			(unsigned long long)exhausted);
 	if (c.series_unready)
-		fprintf(stderr, "tailbusd: %llu series were faulted in by a drain thread, not ahead of it\n",
+		fprintf(stderr, "tailbusd: %llu series were faulted in by a drain thread, not ahead of it "
+			"(--series-reserve: as many as start at once)\n",
 			(unsigned long long)c.series_unready);
 	if (c.closer.behind)
 		fprintf(stderr, "tailbusd: %llu closes fell behind by an interval or more\n",

@@ -114,6 +114,8 @@ bad_values() {
 		"$TAILBUSD" --bus x --log-dir "$tmp" --interval 1e9s &&
 		refused "^tailbusd: bad value '-1' for --slots: must be at least 1$" \
 			"$TAILBUSD" --bus x --log-dir "$tmp" --slots -1 &&
+		refused "^tailbusd: bad value '2000' for --series-reserve: must be at most 1024$" \
+			"$TAILBUSD" --bus x --log-dir "$tmp" --series-reserve 2000 &&
 		refused "^tailbusd: bad value '99999999999999999999' for --keep: must be at most" \
 			"$TAILBUSD" --bus x --log-dir "$tmp" --keep 99999999999999999999 &&
 		refused "^tailbusd: bad value '10MB' for --rotate-bytes: not a size" \

@@ -385,6 +385,28 @@ static void a_killed_collectors_unlogged_events_are_counted_lost(void **state)
 	assert_int_equal(f->c.accounts.lost_ring, 0);
 }
 
+/* --series-reserve: the series faulted in ahead at open; with none, the
+ * first event of a (slot, metric) pair makes the drain fault its series in,
+ * counted; with enough, it does not. */
+static void the_series_reserve_is_faulted_in_ahead(void **state)
+{
+	struct fixture *f = *state;
+	tb_collector_config cfg;
+	for (uint32_t reserve = 0; reserve <= 100; reserve += 100) {
+		fixture_stop(f, &cfg);
+		cfg.series_reserve = reserve;
+		fixture_restart(f, &cfg);
+		uint32_t taken = f->c.nseries;
+		assert_true(f->c.series_ready >= taken + reserve);
+		uint64_t before = f->c.series_unready;
+		/* a metric this collector has no series for yet */
+		spans(f, METRICS - 1, 10, at(f, f->c.cfg.interval_ns / 2), 1000);
+		tb_collector_drain_all(&f->c);
+		assert_int_equal(f->c.nseries, taken + 1);
+		assert_int_equal(f->c.series_unready - before, reserve ? 0 : 1);
+	}
+}
+
 /* Put the interval being closed due (its end plus the grace) `in_ns` after
  * `mono` on the monotonic clock. */
 static void due_in(struct fixture *f, int64_t mono, int64_t in_ns)
@@ -438,6 +460,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(drops_of_a_close_with_no_metric_show_with_the_next,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_run_loop_looks_when_a_close_is_due, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_series_reserve_is_faulted_in_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost,
 						setup, teardown),
 	};
