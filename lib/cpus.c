@@ -1,6 +1,7 @@
 /* cpus.c - CPU sets as tailbus keeps them (tailbus/cpus.h): the CPUs a
- * collector's drain threads are pinned to, read from /proc, and a process's
- * threads kept off them with sched_setaffinity. */
+ * collector's drain threads are pinned to, read from /proc (for a bus: its
+ * serving collector's), and a process's threads kept off them with
+ * sched_setaffinity. Not in the producer library: engines never call it. */
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tailbus/bus.h"
 #include "tailbus/cpus.h"
 
 void tb_cpus_add(tb_cpus *s, int cpu)
@@ -54,9 +56,9 @@ char *tb_cpus_format(const tb_cpus *s, char *buf, size_t size)
 	return buf;
 }
 
-static void from_cpu_set(const cpu_set_t *set, tb_cpus *out)
+/* Add the CPUs of *set to *out. */
+static void add_cpu_set(const cpu_set_t *set, tb_cpus *out)
 {
-	memset(out, 0, sizeof(*out));
 	for (int k = 0; k < TB_CPUS_MAX && k < CPU_SETSIZE; k++)
 		if (CPU_ISSET(k, set))
 			tb_cpus_add(out, k);
@@ -67,7 +69,8 @@ int tb_cpus_allowed(tb_cpus *out)
 	cpu_set_t set;
 	if (sched_getaffinity(0, sizeof(set), &set) < 0)
 		return -errno;
-	from_cpu_set(&set, out);
+	memset(out, 0, sizeof(*out));
+	add_cpu_set(&set, out);
 	return 0;
 }
 
@@ -106,13 +109,22 @@ int tb_cpus_of_drain_threads(int32_t pid, tb_cpus *out)
 		cpu_set_t set;
 		if (sched_getaffinity((pid_t)atoi(e->d_name), sizeof(set), &set) < 0 || CPU_COUNT(&set) != 1)
 			continue;
-		for (int k = 0; k < TB_CPUS_MAX && k < CPU_SETSIZE; k++)
-			if (CPU_ISSET(k, &set))
-				tb_cpus_add(out, k);
+		add_cpu_set(&set, out);
 		found++;
 	}
 	closedir(d);
 	return found;
+}
+
+int tb_bus_drain_cpus(const tb_seg *s, int64_t now_mono_ns, tb_cpus *out, int32_t *pid)
+{
+	const tb_seg_header *h = (const tb_seg_header *)s->base;
+	int32_t who = __atomic_load_n(&h->collector_pid, __ATOMIC_ACQUIRE);
+	if (pid)
+		*pid = who;
+	if (tb_bus_collector_state(h, now_mono_ns, NULL) != TB_COLLECTOR_SERVING)
+		return 0;
+	return tb_cpus_of_drain_threads(who, out);
 }
 
 int tb_cpus_keep_off(const tb_cpus *from, const tb_cpus *off)

@@ -44,20 +44,27 @@ background_top() {
 	pids+=("$tp")
 }
 
+# top_pid: the pid of background_top's top itself (timeout's child), or
+# nothing before timeout has started it
+top_pid() {
+	local st child
+	for st in /proc/[0-9]*/stat; do
+		# field 4 is the parent pid (the name in field 2 has no spaces here)
+		if [[ $(cut -d' ' -f4 "$st" 2>/dev/null) == "$tp" ]]; then
+			child=${st#/proc/}
+			echo "${child%/stat}"
+			return
+		fi
+	done
+}
+
 # stop_top: SIGINT to top itself, then its exit status. Not through timeout:
 # timeout follows every signal it passes on with a SIGCONT, and under ASan a
 # SIGCONT that lands while LeakSanitizer's exit-time tracer is stopping top
 # leaves the tracer waiting forever (top then spins in its exit).
 stop_top() {
-	local st child=
-	for st in /proc/[0-9]*/stat; do
-		# field 4 is the parent pid (the name in field 2 has no spaces here)
-		if [[ $(cut -d' ' -f4 "$st" 2>/dev/null) == "$tp" ]]; then
-			child=${st#/proc/}
-			child=${child%/stat}
-			break
-		fi
-	done
+	local child
+	child=$(top_pid)
 	kill -INT "${child:-$tp}"
 	wait "$tp"
 }
@@ -393,19 +400,17 @@ off_the_drain_cpu() {
 	emit $bus --count 300 --seed 1 >/dev/null
 	wait_published $bus m0 300 || return 1
 	background_top --bus $bus --dir "$tmp/$bus/seg" --json --window 60 --interval-ms 100 >/dev/null
-	local top_pid="" st _
+	local top="" _
 	for _ in $(seq 50); do
-		for st in /proc/[0-9]*/stat; do
-			[[ $(cut -d' ' -f4 "$st" 2>/dev/null) == "$tp" ]] && { top_pid=${st#/proc/}; top_pid=${top_pid%/stat}; }
-		done
-		[[ -n $top_pid && " $(cpus_allowed "$top_pid") " != *" $last "* ]] && break
+		top=$(top_pid)
+		[[ -n $top && " $(cpus_allowed "$top") " != *" $last "* ]] && break
 		sleep 0.1
 	done
 	local got
-	got=$(cpus_allowed "${top_pid:-self}")
+	got=$(cpus_allowed "${top:-self}")
 	stop_top || true
 	stop_collector "$cpid" || true
-	[[ -n $top_pid && " $got " != *" $last "* ]] || { echo "  top (pid ${top_pid:-?}) may run on the drain CPU $last ($got)"; return 1; }
+	[[ -n $top && " $got " != *" $last "* ]] || { echo "  top (pid ${top:-?}) may run on the drain CPU $last ($got)"; return 1; }
 }
 check "top keeps off the CPU of a drain thread pinned with --cpus" off_the_drain_cpu
 

@@ -303,16 +303,12 @@ static void keep_off_drains(const tb_seg *segs, int nbus, struct cpu_watch *w)
 	tb_cpus now;
 	memset(&now, 0, sizeof(now));
 	for (int i = 0; i < nbus; i++) {
-		tb_bus_counts c;
-		tb_bus_counts_read(&segs[i], mono_ns(), &c);
-		if (c.collector != TB_COLLECTOR_SERVING)
-			continue;
-		int rc = tb_cpus_of_drain_threads(c.collector_pid, &now);
-		if (rc < 0 && c.collector_pid != w->unseen) {
+		int32_t pid;
+		int rc = tb_bus_drain_cpus(&segs[i], mono_ns(), &now, &pid);
+		if (rc < 0 && pid != w->unseen) {
 			tb_cli_error(VERB, "cannot see the threads of the collector of %s (pid %d: %s): "
-				     "its drain CPUs are not kept clear", segs[i].path, (int)c.collector_pid,
-				     strerror(-rc));
-			w->unseen = c.collector_pid;
+				     "its drain CPUs are not kept clear", segs[i].path, (int)pid, strerror(-rc));
+			w->unseen = pid;
 		}
 	}
 	if (!memcmp(&now, &w->off, sizeof(now)))

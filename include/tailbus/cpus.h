@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tailbus/segment.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,6 +45,13 @@ int tb_cpus_allowed(tb_cpus *out);
  * than one CPU holds none. Returns how many pinned drain threads were found,
  * or -errno (-ESRCH: no such process). */
 int tb_cpus_of_drain_threads(int32_t pid, tb_cpus *out);
+
+/* The CPUs to which the drain threads of the collector serving s (at
+ * now_mono_ns) are each pinned alone, added to *out (tb_cpus_of_drain_threads);
+ * *pid (if given) gets that collector's pid. Returns how many such threads,
+ * 0 when no collector serves the bus, or -errno when its threads cannot be
+ * read (another PID namespace, /proc mounted hidepid). */
+int tb_bus_drain_cpus(const tb_seg *s, int64_t now_mono_ns, tb_cpus *out, int32_t *pid);
 
 /* Every thread of this process may run on `from` less `off`, when that
  * leaves at least one CPU; else nothing changes. Returns 1 when the threads

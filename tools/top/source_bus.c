@@ -163,7 +163,7 @@ static void bus_keep_off_drains(struct top_bus *b, const tb_bus_counts *c)
 	b->cpus_read = true;
 	tb_cpus off;
 	memset(&off, 0, sizeof(off));
-	if (tb_cpus_of_drain_threads(c->collector_pid, &off) >= 0)
+	if (tb_bus_drain_cpus(&b->seg, top_clock_ns(CLOCK_MONOTONIC), &off, NULL) >= 0)
 		tb_cpus_keep_off(&b->cpus_allowed, &off);
 }
 
