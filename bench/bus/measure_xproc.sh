@@ -7,7 +7,18 @@
 # Sourced by bench/bus/run, never run; reads its settings and sets td_pid
 # and seg, the tailbusd and segment that run's cleanup stops and removes.
 # ---- cross-process: tailbusd on the collector's CPU, producers on the others ----
-schedstat() { awk '{ print $1, $2 }' "/proc/$1/schedstat" 2>/dev/null || echo "0 0"; }
+# run and wait ns of tailbusd's consumer: its drain threads (tb-drainN), which
+# live as long as it does; the run loop, closer and writer sleep (their share
+# is bench/bus/pauses's housekeeping figure)
+schedstat() {
+	local t run=0 wait=0 r w
+	for t in /proc/"$1"/task/*; do
+		case $(cat "$t/comm" 2>/dev/null) in tb-drain*) ;; *) continue ;; esac
+		read -r r w _ <"$t/schedstat" 2>/dev/null || continue
+		run=$((run + r)) wait=$((wait + w))
+	done
+	echo "$run $wait"
+}
 # tailbusd on a fresh segment in a fresh directory (sets seg, td_pid, td_logs)
 td_start() { # name [tailbusd flags...]
 	local name=$1

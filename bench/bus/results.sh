@@ -61,7 +61,7 @@ tests: docs/design.md, Performance targets, says what they are held to.
   written), the producer keeps a private limit and loads the consumer's index only when it reaches it, as
   tb_span does. Run as flood is, each ceiling run next to a tailbusd run in the same mode (with --evict
   beside --evict-lines), the two taking turns going first.
-  "per second of its CPU" divides by the consumer's own on-CPU time (schedstat), which other load does not inflate.
+  "per second of its CPU" divides by the consumer's own on-CPU time (schedstat; tailbusd's is its drain threads'), which other load does not inflate.
 - Zero-drop search: $(IFS=,; echo "${counts[*]}") producer processes (each its own ring) on CPU(s) $producer_cpus,
   the consumer on CPU $collector_cpu ($ncpu CPUs here$([ "$max_producers" -gt "$n_pcpus" ] && echo ": more producers than producer CPUs, so they take turns on them, spinning with sched_yield() between batches")).
   Each producer is paced at a fixed rate (batches of 64 events, spinning on the clock between them; a late batch
