@@ -47,8 +47,14 @@
  * is not counted): N fill+drain cycles, or N intervals. drain_many is drain
  * over DRAIN_MANY_RINGS rings, each filled as drain's one: its instructions
  * per event beside drain's say whether the drain's cost per event depends on
- * how many rings it serves.
- *   bench_collector --op drain|drain_many|close --iters N
+ * how many rings it serves. boundary is close followed by what else a drain
+ * thread does between two passes at an interval's end, outside the ring
+ * reads: its housekeeping (tb_drainer_housekeep) and a look at every slot
+ * (tb_drainer_serve_requests, which it does after a rebalance); with
+ * --toggle-collect on tb_drainer_switch, tb_drainer_housekeep or
+ * tb_drainer_serve_requests it counts that step alone, the drain thread's
+ * whole share of the close and of its housekeeping.
+ *   bench_collector --op drain|drain_many|close|boundary --iters N
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -311,17 +317,17 @@ static int usage(const char *argv0)
 {
 	fprintf(stderr,
 		"usage: %s [--runs R] [--min-ms MS] [--tsv]\n"
-		"       %s --op drain|drain_many|close --iters N\n",
+		"       %s --op drain|drain_many|close|boundary --iters N\n",
 		argv0, argv0);
 	return 2;
 }
 
-/* The operations run_only takes: drain 0, close 1, drain_many 2, anything
- * else -1. */
+/* The operations run_only takes: drain 0, close 1, drain_many 2, boundary
+ * 3, anything else -1. */
 static int op_index(const char *name)
 {
 	return strcmp(name, "drain") == 0 ? 0 : strcmp(name, "close") == 0 ? 1
-	       : strcmp(name, "drain_many") == 0 ? 2 : -1;
+	       : strcmp(name, "drain_many") == 0 ? 2 : strcmp(name, "boundary") == 0 ? 3 : -1;
 }
 
 static int run_only(const char *op, uint64_t iters)
@@ -330,6 +336,7 @@ static int run_only(const char *op, uint64_t iters)
 	const char *why = "unknown error";
 	bool many = strcmp(op, "drain_many") == 0;
 	bool drain = many || strcmp(op, "drain") == 0;
+	bool boundary = strcmp(op, "boundary") == 0;
 	int rc = setup(&b, many ? DRAIN_MANY_RINGS : drain ? DRAIN_RINGS : CLOSE_RINGS,
 		       drain ? DRAIN_METRICS : CLOSE_METRICS, &why);
 	for (uint64_t i = 0; rc == 0 && i < iters; i++) {
@@ -341,6 +348,11 @@ static int run_only(const char *op, uint64_t iters)
 			   tb_collector_close_interval(&b.c, b.c.cfg.interval_ns) < 0) {
 			why = "closing an interval failed";
 			rc = -1;
+		} else if (boundary) {
+			for (uint32_t k = 0; k < b.c.ndrainers; k++) {
+				tb_drainer_housekeep(&b.c.drainers[k], mono_ns());
+				tb_drainer_serve_requests(&b.c.drainers[k]);
+			}
 		}
 	}
 	if (rc == 0)

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # bench/bus/measure_inproc.sh - bench/bus/run's in-process measurements:
 # bench_span and bench_collector timed ($work/span.tsv, $work/coll.tsv), and
-# their operations' instructions counted under callgrind (instr[OP], with
+# their operations' instructions counted under callgrind (instr[OP], the
+# drain thread's steps at an interval's end by function name, with
 # the ring's capacity and where the drain's and the close's instructions go:
 # drain_breakdown, close_breakdown).
 # Sourced by bench/bus/run, never run; reads its settings (bin, work, runs,
@@ -41,6 +42,13 @@ if command -v valgrind >/dev/null; then
 	t1=$(cg_total close.1 --toggle-collect=tb_collector_close_interval "$bin/bench_collector" --op close --iters "$close_n")
 	t2=$(cg_total close.2 --toggle-collect=tb_collector_close_interval "$bin/bench_collector" --op close --iters $((2 * close_n)))
 	instr[close]=$(per "$t1" "$t2" "$close_n")
+	# the drain thread's own steps at an interval's end, each counted alone
+	for fn in tb_drainer_switch tb_drainer_housekeep tb_drainer_serve_requests; do
+		echo "callgrind: $fn, boundary x $close_n and x $((2 * close_n)) ..." >&2
+		t1=$(cg_total "$fn.1" --toggle-collect="$fn" "$bin/bench_collector" --op boundary --iters "$close_n")
+		t2=$(cg_total "$fn.2" --toggle-collect="$fn" "$bin/bench_collector" --op boundary --iters $((2 * close_n)))
+		instr[$fn]=$(per "$t1" "$t2" "$close_n")
+	done
 	# where the instructions go: functions' inclusive (close) and own (drain) shares
 	breakdown() { # file inclusive(yes|no) -> "fn share%, ..." for the heaviest functions
 		callgrind_annotate --inclusive="$2" "$1" 2>/dev/null |
