@@ -224,6 +224,7 @@ static int open_collector(tb_collector *c, const tb_collector_config *cfg, const
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->lock_fd = -1;
+	c->seg.fd = -1; /* not opened yet: a refusal before it closes nothing */
 	c->seg_cut_at = UINT64_MAX;
 	c->seg_watch = -1;
 	pthread_mutex_init(&c->join_lock, NULL);
@@ -292,6 +293,7 @@ static int open_collector(tb_collector *c, const tb_collector_config *cfg, const
 	tb_accounts_start(c);
 	tb_seg_header *h = (tb_seg_header *)c->seg.base;
 	h->collector_pid = getpid();
+	c->pid_published = true;
 	h->collector_interval_ns = cfg->interval_ns;
 	c->generation = __atomic_add_fetch(&h->collector_generation, 1, __ATOMIC_ACQ_REL);
 	/* follow whatever is already live: a restart loses nothing still in the rings */
@@ -676,7 +678,11 @@ void tb_collector_close(tb_collector *c)
 	tb_accounts_free(c);
 	if (c->join.entries)
 		tb_join_free(&c->join);
-	if (c->seg.base) {
+	/* only a collector that served says it stopped: one refused (another
+	 * serves the bus) or failed on its way up leaves the pid as it found
+	 * it, a running collector's or a killed one's, whose accounts the next
+	 * start reports */
+	if (c->seg.base && c->pid_published) {
 		tb_seg_header *h = (tb_seg_header *)c->seg.base;
 		h->collector_pid = 0;
 	}

@@ -263,6 +263,18 @@ struct tb_collector;
  *   off the pause as well (the figure can then read low, never high).
  * A pass itself is draining, not a pause: its length is the first figure. */
 #define TB_DRAIN_PAUSE_READ_NS 5000LL
+
+/* The rings' gate (tb_collector.rings_gate), a set of bits: a cut noted and
+ * not yet taken by the run loop, and the run loop repairing the segment
+ * (segguard.c). While any is set a drain thread reads no ring and takes no
+ * slot; each pass it skips counts in its gate_seen, by which the run loop
+ * knows no pass begun before is still reading. */
+#define TB_GATE_CUT 1u
+#define TB_GATE_REPAIR 2u
+/* How long the run loop waits for the drain threads at the gate, beyond
+ * their --idle-us sleep: one the host keeps off its CPU longer is not
+ * waited for */
+#define TB_GATE_WAIT_NS 20000000LL
 typedef struct tb_drain_stalls {
 	int64_t longest_pass_ns;
 	int64_t longest_gap_ns;
@@ -301,6 +313,9 @@ typedef struct tb_drainer {
 	alignas(64) uint32_t recheck;
 	/* published with release: every interval before it is finished here */
 	alignas(64) int64_t acked_start_ns;
+	/* passes skipped at the rings' gate, published with release (the run
+	 * loop waits for it to move: TB_GATE_*) */
+	uint64_t gate_seen;
 } tb_drainer;
 
 typedef struct tb_collector_config {
@@ -414,12 +429,12 @@ typedef struct tb_collector {
 	alignas(64) int64_t next_housekeep_ns, next_rebalance_ns;
 	uint64_t moves;         /* rings handed from one drain thread to another */
 	/* the segment file shrunk under us (segguard.c): the smallest size
-	 * found since the run loop last looked (UINT64_MAX: none), whether a
-	 * cut waits for the run loop (drain threads skip their passes until
-	 * then), whether the segment could not be restored; written by the
-	 * SIGBUS handler too, hence atomics only */
+	 * found since the run loop last looked (UINT64_MAX: none), the rings'
+	 * gate (TB_GATE_*: drain threads skip their passes while it is not 0),
+	 * whether the segment could not be restored; written by the SIGBUS
+	 * handler too, hence atomics only */
 	uint64_t seg_cut_at;
-	uint32_t seg_cut_pending, seg_lost;
+	uint32_t rings_gate, seg_lost;
 	uint64_t seg_shrinks;   /* cuts found and recovered from */
 	uint64_t seg_header_changes; /* header changes found and written back (segguard.c) */
 	uint64_t slots_reclaimed; /* slots found impossible and handed back (slots.c) */
@@ -427,6 +442,7 @@ typedef struct tb_collector {
 	uint32_t generation;    /* this collector's collector_generation in the header */
 	tb_metric_entry *metric_copy; /* per metric id seen READY: its entry, to write back after a cut */
 	int lock_fd;
+	bool pid_published;     /* this collector wrote its pid into the header (serving) */
 	char fresh_why[192];    /* why --fresh was refused */
 	int last_io_error;      /* the last log error reported, to report each once */
 	char extra_header[4096 + 128]; /* open-loop mark and environment lines for the log */
@@ -531,6 +547,11 @@ int tb_segguard_watch(tb_collector *c);
  * by the handler) is repaired, recovered from and reported. True if one
  * was. Then at its header: a change is reported and written back. */
 bool tb_segguard_check(tb_collector *c);
+/* The run loop's hold on the rings (TB_GATE_REPAIR): close returns once no
+ * drain thread is reading (or TB_GATE_WAIT_NS and --idle-us have passed);
+ * open lets them read again. */
+void tb_rings_gate_close(tb_collector *c);
+void tb_rings_gate_open(tb_collector *c);
 
 /* folds.c */
 /* The values fold lane counts are recorded at (c->fold_value). */

@@ -159,10 +159,15 @@ static void count_join(tb_drainer *d, uint32_t slot, uint16_t metric, bool start
 		record(d, slot, metric, latency, at, true);
 	else if (rc == TB_JOIN_PARKED) /* taken, accounted nowhere until it leaves */
 		d->join_adj[d->cur]--;
-	else if (rc == TB_JOIN_FULL && start) /* no room to wait for its partner */
-		d->counts[d->open_bank][metric].unmatched_start++;
-	else if (rc == TB_JOIN_FULL)
-		d->counts[d->open_bank][metric].unmatched_end++;
+	else if (rc == TB_JOIN_FULL || rc == TB_JOIN_REPLACED) {
+		/* FULL: no room to wait for its partner. REPLACED: this one waits
+		 * in the place of the earlier one of its kind and sequence
+		 * number, which leaves unmatched (the parked count is as before) */
+		if (start)
+			d->counts[d->open_bank][metric].unmatched_start++;
+		else
+			d->counts[d->open_bank][metric].unmatched_end++;
+	}
 }
 
 static void record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
@@ -603,9 +608,13 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	uint64_t total = 0;
 	bool full = false;
 	/* the segment was cut: nothing is read until the run loop has found
-	 * out which rings are still whole (segguard.c) */
-	if (TB_UNLIKELY(__atomic_load_n(&d->c->seg_cut_pending, __ATOMIC_ACQUIRE)))
+	 * out which rings are still whole and repaired it (segguard.c). The
+	 * release: what this thread did before (its last pass) happens before
+	 * the run loop's repair, which waits to see the count move. */
+	if (TB_UNLIKELY(__atomic_load_n(&d->c->rings_gate, __ATOMIC_ACQUIRE))) {
+		__atomic_store_n(&d->gate_seen, d->gate_seen + 1, __ATOMIC_RELEASE);
 		return 0;
+	}
 	int64_t now = mono_now();
 	note_gap(d, now);
 	__atomic_store_n(&d->last_pass_ns, now, __ATOMIC_RELAXED); /* the closer reads it */
@@ -703,6 +712,8 @@ static void count_expired(void *ctx, uint16_t metric, bool was_start)
 void tb_drainer_housekeep(tb_drainer *d, int64_t now)
 {
 	tb_collector *c = d->c;
+	if (__atomic_load_n(&c->rings_gate, __ATOMIC_ACQUIRE))
+		return; /* the run loop is at the rings (tb_drainer_pass) */
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
 		if (__atomic_load_n(&f->holder, __ATOMIC_ACQUIRE) != d->id)

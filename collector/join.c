@@ -194,7 +194,7 @@ static int join_half(tb_join *j, uint8_t kind, uint16_t metric, uint64_t seq, in
 	if (e->kind == kind) {
 		j->duplicates++;
 		park(e, key, kind, at_ns, now_ns);
-		return TB_JOIN_PARKED;
+		return TB_JOIN_REPLACED;
 	}
 	if (e->kind != JOIN_EMPTY) {
 		int64_t start_at = kind == JOIN_START ? at_ns : e->at_ns;

@@ -35,6 +35,9 @@ enum tb_join_result {
 	TB_JOIN_PARKED = 0,  /* waiting for its partner */
 	TB_JOIN_MATCHED = 1, /* *latency_ns = completion - intended (may be negative) */
 	TB_JOIN_FULL = -1,   /* no room: the caller counts it as unmatched */
+	TB_JOIN_REPLACED = 2, /* parked in place of an earlier one of the same kind
+			       * and key, which leaves unmatched: the caller counts
+			       * that one (a sequence number used twice) */
 };
 
 /* `at_ns` is the event's timestamp (intended for START, completion for END);

@@ -32,10 +32,13 @@
  * is quarantined, its consumer index set to read as full (its producer's
  * events are then folded or dropped and counted by the producer, after at
  * most a ring of events written that no one reads), every free slot's ring and lanes past the cut are reset for the
- * next producer (claimed by the collector meanwhile), the drain threads, which skip their passes while a cut is
- * pending, go on, and the shrink is reported on stderr and in the sidecar.
- * What a drain thread read from zeroed memory between the fault and the end
- * of the batch it was in (at most one batch) may be counted as events.
+ * next producer (claimed by the collector meanwhile), and the shrink is
+ * reported on stderr and in the sidecar. The drain threads skip their
+ * passes from the moment a cut is noted until the repair is done, and the
+ * run loop waits for every pass begun before to end before it repairs
+ * (tb_rings_gate_close). What a drain thread read from zeroed memory between the
+ * fault and the end of the batch it was in (at most one batch) may be
+ * counted as events.
  *
  * The header is the collector's: no one else writes it after creation.
  * Its layout fields are those the collector validated (tb_seg.layout, the
@@ -61,6 +64,7 @@
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector.h"
@@ -77,7 +81,41 @@ static void note_cut(tb_collector *c, uint64_t size)
 	while (size < was && !__atomic_compare_exchange_n(&c->seg_cut_at, &was, size, false,
 							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
-	__atomic_store_n(&c->seg_cut_pending, 1, __ATOMIC_RELEASE);
+	__atomic_or_fetch(&c->rings_gate, TB_GATE_CUT, __ATOMIC_RELEASE);
+}
+
+/* The drain threads out of the rings before the run loop changes what they
+ * read (a ring's index, its accounts, a quarantine): the gate is closed,
+ * then each running drain thread is waited for until it has skipped a pass
+ * at it, so no pass begun before is still reading (at most its --idle-us
+ * sleep and TB_GATE_WAIT_NS). The drain threads read nothing until
+ * tb_rings_gate_open(). */
+void tb_rings_gate_close(tb_collector *c)
+{
+	uint64_t seen[TB_COLLECTOR_MAX_DRAINERS];
+	__atomic_or_fetch(&c->rings_gate, TB_GATE_REPAIR, __ATOMIC_SEQ_CST);
+	for (uint32_t k = 0; k < c->ndrainers; k++)
+		seen[k] = __atomic_load_n(&c->drainers[k].gate_seen, __ATOMIC_ACQUIRE);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	int64_t until = now + TB_GATE_WAIT_NS + c->cfg.idle_ns;
+	const struct timespec nap = {0, 20000};
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		const tb_drainer *d = &c->drainers[k];
+		while (d->started && !(c->stop && *c->stop) && now < until &&
+		       __atomic_load_n(&d->gate_seen, __ATOMIC_ACQUIRE) == seen[k]) {
+			nanosleep(&nap, NULL);
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		}
+	}
+}
+
+/* release: the repair happens before any drain thread's next pass */
+void tb_rings_gate_open(tb_collector *c)
+{
+	__atomic_and_fetch(&c->rings_gate, ~TB_GATE_REPAIR, __ATOMIC_RELEASE);
 }
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
@@ -370,7 +408,7 @@ static bool check_header(tb_collector *c)
 		return false;
 	/* a cut, found before or by the fault of these very loads, is the
 	 * truncation path's: it writes the header back at the next tick */
-	if (__atomic_load_n(&c->seg_cut_pending, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&c->rings_gate, __ATOMIC_ACQUIRE) & TB_GATE_CUT)
 		return false;
 	tb_seg_header seen;
 	memcpy(&seen, h, sizeof(seen));
@@ -384,6 +422,8 @@ static bool check_header(tb_collector *c)
 			     seen.live_heap_bytes != want.live_heap_bytes || seen.clock_kind != want.clock_kind);
 	restore_header(c, HEADER_OWNED);
 	uint32_t quarantined = 0;
+	if (other_layout)
+		tb_rings_gate_close(c);
 	for (uint32_t i = 0; other_layout && i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
 		if (!__atomic_load_n(&f->followed, __ATOMIC_ACQUIRE) ||
@@ -392,6 +432,8 @@ static bool check_header(tb_collector *c)
 		quarantine_ring(c, i, false, "the segment's header described another layout meanwhile");
 		quarantined++;
 	}
+	if (other_layout)
+		tb_rings_gate_open(c);
 	c->seg_header_changes++;
 	fprintf(stderr,
 		"tailbusd: segment %s: its header was changed under the collector (%s); written back from "
@@ -413,20 +455,23 @@ static bool check_size(tb_collector *c)
 	}
 	/* modified, yet whole again with no cut seen: a guarded producer gave
 	 * it its size back first, and where it was cut is unknown */
-	bool unknown = touched && !__atomic_load_n(&c->seg_cut_pending, __ATOMIC_ACQUIRE);
+	bool unknown = touched && !(__atomic_load_n(&c->rings_gate, __ATOMIC_ACQUIRE) & TB_GATE_CUT);
 	if (unknown)
 		note_cut(c, 0);
-	if (!__atomic_load_n(&c->seg_cut_pending, __ATOMIC_ACQUIRE))
+	if (!(__atomic_load_n(&c->rings_gate, __ATOMIC_ACQUIRE) & TB_GATE_CUT))
 		return false;
-	/* cleared before the cut is taken: a fault noted from here on is
-	 * looked at again at the next tick (at worst a cut reported twice,
-	 * never one not reported) */
-	__atomic_store_n(&c->seg_cut_pending, 0, __ATOMIC_RELEASE);
+	tb_rings_gate_close(c);
+	/* the cut's bit cleared before the cut is taken: a fault noted from
+	 * here on is looked at again at the next tick (at worst a cut reported
+	 * twice, never one not reported); the repair's bit keeps the drain
+	 * threads out meanwhile */
+	__atomic_and_fetch(&c->rings_gate, ~TB_GATE_CUT, __ATOMIC_ACQ_REL);
 	uint64_t cut = __atomic_exchange_n(&c->seg_cut_at, UINT64_MAX, __ATOMIC_ACQ_REL);
 	bool lost = __atomic_load_n(&c->seg_lost, __ATOMIC_ACQUIRE);
 	if (cut == UINT64_MAX)
 		cut = lost ? 0 : c->seg.size;
 	uint32_t quarantined = recover(c, cut, lost);
+	tb_rings_gate_open(c);
 	c->seg_shrinks++;
 	report(c, cut, lost, quarantined, unknown && cut == 0);
 	modified(c); /* our own ftruncate's event */

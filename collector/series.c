@@ -100,14 +100,12 @@ static void fault_in(tb_collector *c, uint32_t from, uint32_t to)
 	char *first = (char *)((uintptr_t)lo & ~(uintptr_t)(page - 1));
 	if (madvise(first, (size_t)(hi - first), MADV_POPULATE_WRITE) == 0)
 		return;
-	/* a kernel without it (before 5.14): a write to each page, of what it
-	 * holds, only to series no drain thread can have taken yet (a drain
-	 * thread's count between our read and write would be lost) */
-	uint32_t taken = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
-	if (from < taken)
-		lo = c->series_pool + sizeof(tb_series_fast) + (size_t)taken * per;
-	for (volatile char *p = lo; p < hi; p += page)
-		*p = *p;
+	/* a kernel without it (before 5.14): a write to each page that
+	 * changes nothing, as one atomic OR of 0, so a drain thread's count
+	 * landing on the same byte meanwhile is never undone (a plain read and
+	 * write back would lose it) */
+	for (char *p = lo; p < hi; p += page)
+		(void)__atomic_fetch_or(p, 0, __ATOMIC_RELAXED);
 }
 
 void tb_series_prefault(tb_collector *c)

@@ -67,10 +67,14 @@ static void take_owner(tb_slot_follow *f, const tb_slot *s)
 }
 
 /* Whether the process the slot names is the one that claimed it: gone (no
- * such pid, or its start time unreadable), runs, or an impostor (a pid that
- * runs but started at another time than the slot says: reused, or
- * scribbled; a start time never written counts so, as every producer
- * writes its own when it claims the slot). */
+ * such pid), runs, or an impostor (a pid that runs but started at another
+ * time than the slot says: reused, or scribbled; a start time never
+ * written counts so, as every producer writes its own when it claims the
+ * slot). A pid that runs but whose start time cannot be read (/proc
+ * mounted with hidepid and the producer another user's, or no descriptor
+ * left) is taken as the owner: freeing a ring its producer still writes
+ * would let a second producer claim it, while a slot kept for a reused pid
+ * is freed once that process ends. */
 enum owner { OWNER_RUNS, OWNER_GONE, OWNER_IMPOSTOR };
 
 static enum owner owner_of(tb_slot_follow *f)
@@ -83,7 +87,7 @@ static enum owner owner_of(tb_slot_follow *f)
 		return OWNER_RUNS;
 	uint64_t start = tb_proc_start_time(f->pid);
 	if (start == 0)
-		return OWNER_GONE;
+		return OWNER_RUNS; /* cannot tell: kill() says it runs */
 	return start == f->pid_start_time ? OWNER_RUNS : OWNER_IMPOSTOR;
 }
 
@@ -206,7 +210,7 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		break;
 	case TB_SLOT_CLAIMED:
 		if ((int64_t)(now - (int64_t)s->attached_ns) > CLAIM_TIMEOUT_NS && s->attached_ns &&
-		    tb_proc_start_time(s->pid) == 0)
+		    !tb_proc_exists(s->pid))
 			ask(c, i, TB_RELEASE_FREE);
 		else if (stuck(f, state, now))
 			reclaim(c, i, "claimed for 2 s and never published (by pid %llu)",

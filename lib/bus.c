@@ -193,7 +193,11 @@ static void read_tables(const uint8_t *base, const tb_seg_header *h, int64_t now
 		}
 		pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
 		uint64_t start = __atomic_load_n(&s->pid_start_time, __ATOMIC_RELAXED);
-		bool owner_runs = pid > 0 && start != 0 && tb_proc_start_time(pid) == start;
+		/* a start time that cannot be read (hidepid) with the pid alive
+		 * is taken as the owner's, as the collector does (slots.c) */
+		uint64_t now_start = pid > 0 ? tb_proc_start_time(pid) : 0;
+		bool owner_runs = pid > 0 && start != 0 &&
+				  (now_start == start || (now_start == 0 && tb_proc_exists(pid)));
 		if ((state == TB_SLOT_LIVE || state == TB_SLOT_CLAIMED) && owner_runs)
 			st->producers++;
 		else if (state != TB_SLOT_QUARANTINED)

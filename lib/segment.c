@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,6 +504,11 @@ int tb_seg_unlink(const char *dir, const char *bus)
 			rc = 0;
 	}
 	return rc;
+}
+
+bool tb_proc_exists(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
 uint64_t tb_proc_start_time(pid_t pid)

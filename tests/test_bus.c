@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -245,6 +246,25 @@ static void scan_and_remove(void **state)
 	assert_int_equal(tb_bus_scan("/nonexistent-tailbus-dir", count_each, &n), -ENOENT);
 }
 
+/* A pid's existence, apart from whether its start time can be read (which
+ * /proc's hidepid can forbid while the process runs): a slot's owner is
+ * gone only when no such process exists. */
+static void a_process_exists_until_it_is_reaped(void **state)
+{
+	(void)state;
+	assert_true(tb_proc_exists(getpid()));
+	assert_true(tb_proc_exists(1)); /* another user's counts (EPERM) */
+	assert_false(tb_proc_exists(0));
+	assert_false(tb_proc_exists(-1));
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_false(tb_proc_exists(child));
+	assert_int_equal(tb_proc_start_time(child), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +272,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(status_counts_owners_and_last_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(counts_of_a_mapped_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(scan_and_remove, setup, teardown),
+		cmocka_unit_test(a_process_exists_until_it_is_reaped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

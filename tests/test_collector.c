@@ -16,6 +16,7 @@
  * test_publish.c's and fold lanes test_folds.c's.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -385,6 +387,102 @@ static void a_killed_collectors_unlogged_events_are_counted_lost(void **state)
 	assert_int_equal(f->c.accounts.lost_ring, 0);
 }
 
+/* A sequence number used twice (two gateways counting from 0 on one
+ * metric): the later START waits in the place of the earlier, which leaves
+ * unmatched and is counted so, and the accounts stay whole: after the
+ * close nothing is left unaccounted but what still waits. */
+static void a_start_replaced_in_the_join_table_counts_unmatched(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	uint32_t id = tb_metric_id(f->m[0]), slot = (uint32_t)f->p->slot;
+	tb_start(f->p, f->m[0], 5, at(f, len / 4));
+	tb_start(f->p, f->m[0], 5, at(f, len / 4 + 1000));
+	tb_end(f->p, f->m[0], 5, at(f, len / 2));
+	tb_end(f->p, f->m[0], 6, at(f, len / 2)); /* waits on */
+	tb_end(f->p, f->m[0], 6, at(f, len / 2 + 10)); /* in its place */
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	tb_live_snapshot snap;
+	assert_int_equal(tb_live_read_newest(&f->c.seg, id, &snap), 0);
+	assert_int_equal(snap.newest.count, 1); /* the later START with its END */
+	assert_int_equal(snap.newest.unmatched_start, 1);
+	assert_int_equal(snap.newest.unmatched_end, 1);
+	const tb_seg_header *h = (const tb_seg_header *)f->c.seg.base;
+	assert_int_equal(unlogged(f, slot) + h->parked_logged, 1); /* END 6, waiting */
+}
+
+/* A collector refused (another serves the bus) or failed on its way up
+ * leaves the header's pid as it found it: the running collector's, or a
+ * killed one's whose accounts the next start reports. */
+static void a_refused_collector_leaves_the_running_ones_pid(void **state)
+{
+	struct fixture *f = *state;
+	const tb_seg_header *h = (const tb_seg_header *)f->c.seg.base;
+	assert_int_equal(h->collector_pid, getpid());
+	tb_collector_config cfg = f->c.cfg;
+	cfg.fresh = false;
+	tb_collector *second = calloc(1, sizeof(*second));
+	assert_non_null(second);
+	const char *why = NULL;
+	assert_int_equal(tb_collector_open(second, &cfg, &why), -EBUSY);
+	tb_collector_close(second); /* as tailbusd does after a failed open */
+	free(second);
+	assert_int_equal(h->collector_pid, getpid());
+}
+
+static void a_failed_restart_keeps_a_killed_collectors_loss(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t slot = (uint32_t)f->p->slot;
+	int64_t len = f->c.cfg.interval_ns;
+	spans(f, 0, 40, at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(unlogged(f, slot), 40);
+	tb_collector_config cfg;
+	fixture_stop(f, &cfg); /* "killed": its pid left behind */
+	tb_seg s;
+	assert_int_equal(tb_seg_open(&s, f->seg_dir, BUS, &cfg.seg, 0, NULL), 0);
+	((tb_seg_header *)s.base)->collector_pid = 99999;
+	/* a start that fails once it has read the accounts: no log directory */
+	tb_collector_config bad = cfg;
+	bad.fresh = false;
+	bad.writer.dir = "/dev/null/no-such-dir";
+	tb_collector *failed = calloc(1, sizeof(*failed));
+	assert_non_null(failed);
+	const char *why = NULL;
+	assert_true(tb_collector_open(failed, &bad, &why) < 0);
+	tb_collector_close(failed);
+	free(failed);
+	assert_int_equal(((tb_seg_header *)s.base)->collector_pid, 99999);
+	tb_seg_close(&s);
+	fixture_restart(f, &cfg);
+	assert_true(f->c.accounts.inherited);
+	assert_int_equal(f->c.accounts.lost_ring, 40);
+}
+
+/* An open refused before the segment is opened closes no descriptor it
+ * does not hold (tailbusd closes the collector after a failed open). */
+static void a_refused_open_closes_no_descriptor_of_others(void **state)
+{
+	struct fixture *f = *state;
+	int keep = dup(0);
+	assert_true(keep >= 0);
+	tb_collector_config cfg = f->c.cfg;
+	cfg.fresh = false;
+	cfg.drain_threads = TB_COLLECTOR_MAX_DRAINERS + 1;
+	tb_collector *refused = calloc(1, sizeof(*refused));
+	assert_non_null(refused);
+	const char *why = NULL;
+	assert_int_equal(tb_collector_open(refused, &cfg, &why), -EINVAL);
+	tb_collector_close(refused);
+	free(refused);
+	bool open0 = fcntl(0, F_GETFD) >= 0;
+	dup2(keep, 0);
+	close(keep);
+	assert_true(open0);
+}
+
 /* --series-reserve: the series faulted in ahead at open; with none, the
  * first event of a (slot, metric) pair makes the drain fault its series in,
  * counted; with enough, it does not. */
@@ -462,6 +560,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(the_run_loop_looks_when_a_close_is_due, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_series_reserve_is_faulted_in_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_start_replaced_in_the_join_table_counts_unmatched,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_refused_collector_leaves_the_running_ones_pid,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_failed_restart_keeps_a_killed_collectors_loss,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_refused_open_closes_no_descriptor_of_others,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -206,6 +206,46 @@ static void a_slow_closer_stalls_no_drain_and_is_reported(void **state)
 	free(f);
 }
 
+/* The run loop's hold on the rings (a segment repair): once
+ * tb_rings_gate_close returns, no drain thread reads a ring, though the
+ * producers go on writing, and each has been at the gate; opened again,
+ * they read on, and every event is still counted exactly. */
+static void no_drain_thread_reads_while_the_rings_gate_is_closed(void **state)
+{
+	(void)state;
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	open_collector(f, 2, 0);
+	pthread_t p[PRODUCERS];
+	for (int k = 0; k < PRODUCERS; k++)
+		assert_int_equal(pthread_create(&p[k], NULL, produce, f), 0);
+	usleep(100000); /* flooding, both drain threads reading */
+	uint64_t taken[2], seen[2];
+	for (int round = 0; round < 3; round++) {
+		for (uint32_t k = 0; k < 2; k++)
+			seen[k] = __atomic_load_n(&f->c.drainers[k].gate_seen, __ATOMIC_ACQUIRE);
+		tb_rings_gate_close(&f->c);
+		for (uint32_t k = 0; k < 2; k++) {
+			assert_true(__atomic_load_n(&f->c.drainers[k].gate_seen, __ATOMIC_ACQUIRE) > seen[k]);
+			taken[k] = __atomic_load_n(&f->c.drainers[k].events_total, __ATOMIC_ACQUIRE);
+		}
+		usleep(20000);
+		for (uint32_t k = 0; k < 2; k++)
+			assert_int_equal(__atomic_load_n(&f->c.drainers[k].events_total, __ATOMIC_ACQUIRE),
+					 taken[k]);
+		tb_rings_gate_open(&f->c);
+		usleep(50000);
+	}
+	for (int k = 0; k < PRODUCERS; k++)
+		assert_int_equal(pthread_join(p[k], NULL), 0);
+	int64_t logged[METRICS];
+	stop_and_count(f, logged);
+	for (int k = 0; k < METRICS; k++)
+		assert_int_equal(logged[k], f->sent[k]);
+	close_collector(f);
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +254,7 @@ int main(void)
 		cmocka_unit_test(four_drain_threads_count_every_event_across_switches),
 		cmocka_unit_test(rings_moved_between_drain_threads_mid_flood_lose_nothing),
 		cmocka_unit_test(a_slow_closer_stalls_no_drain_and_is_reported),
+		cmocka_unit_test(no_drain_thread_reads_while_the_rings_gate_is_closed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,15 +140,15 @@ static void a_repeated_half_replaces_the_parked_one_and_is_counted(void **state)
 	tb_join j = make_join(64);
 	int64_t lat = 0;
 	assert_int_equal(tb_join_start(&j, 1, 7, 100, 1, &lat), TB_JOIN_PARKED);
-	assert_int_equal(tb_join_start(&j, 1, 7, 200, 2, &lat), TB_JOIN_PARKED);
+	assert_int_equal(tb_join_start(&j, 1, 7, 200, 2, &lat), TB_JOIN_REPLACED);
 	assert_int_equal(j.duplicates, 1);
 	assert_int_equal(j.used, 1);
 	assert_int_equal(tb_join_end(&j, 1, 7, 450, 3, &lat), TB_JOIN_MATCHED);
 	assert_int_equal(lat, 250); /* against the newer START */
 
 	assert_int_equal(tb_join_end(&j, 1, 8, 500, 4, &lat), TB_JOIN_PARKED);
-	assert_int_equal(tb_join_end(&j, 1, 8, 600, 5, &lat), TB_JOIN_PARKED);
-	assert_int_equal(tb_join_end(&j, 1, 8, 700, 6, &lat), TB_JOIN_PARKED);
+	assert_int_equal(tb_join_end(&j, 1, 8, 600, 5, &lat), TB_JOIN_REPLACED);
+	assert_int_equal(tb_join_end(&j, 1, 8, 700, 6, &lat), TB_JOIN_REPLACED);
 	assert_int_equal(j.duplicates, 3);
 	assert_int_equal(j.used, 1);
 	assert_int_equal(tb_join_start(&j, 1, 8, 300, 7, &lat), TB_JOIN_MATCHED);
@@ -163,7 +163,7 @@ static void a_replaced_half_is_parked_again_at_the_newer_time(void **state)
 	tb_join j = make_join(64);
 	expired_log log = {0};
 	assert_int_equal(tb_join_start(&j, 1, 7, 100, 0, NULL), TB_JOIN_PARKED);
-	assert_int_equal(tb_join_start(&j, 1, 7, 200, 900, NULL), TB_JOIN_PARKED);
+	assert_int_equal(tb_join_start(&j, 1, 7, 200, 900, NULL), TB_JOIN_REPLACED);
 	assert_int_equal(tb_join_expire(&j, 1500, record_expired, &log), 0);
 	assert_int_equal(tb_join_expire(&j, 1901, record_expired, &log), 1);
 	assert_int_equal(log.starts[1], 1);
@@ -333,7 +333,7 @@ static void full_table_refuses_new_keys_and_keeps_the_parked_ones(void **state)
 	}
 	assert_int_equal(j.used, SMALL_MAX_USED);
 	/* a full table still takes a repeat of a parked event */
-	assert_int_equal(tb_join_start(&j, 1, 0, 0, 0, &lat), TB_JOIN_PARKED);
+	assert_int_equal(tb_join_start(&j, 1, 0, 0, 0, &lat), TB_JOIN_REPLACED);
 	assert_int_equal(j.duplicates, 1);
 	match_keys(&j, SMALL_MAX_USED, 0);
 	assert_int_equal(j.used, 0);
@@ -414,7 +414,7 @@ static void model_half(tb_join *j, model *m, int k, int kind, int64_t at, int64_
 	int r = kind == 1 ? tb_join_start(j, model_metric(k), model_seq(k), at, now, &lat)
 			  : tb_join_end(j, model_metric(k), model_seq(k), at, now, &lat);
 	if (mk->kind == kind) {
-		assert_int_equal(r, TB_JOIN_PARKED);
+		assert_int_equal(r, TB_JOIN_REPLACED);
 		m->duplicates++;
 		*mk = (model_key){kind, at, now};
 	} else if (mk->kind != 0) {

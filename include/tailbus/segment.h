@@ -207,8 +207,13 @@ bool tb_seg_metric_name_valid(const char *name);
  * `id` must be below the layout's metric_capacity. */
 void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap);
 
-/* /proc/<pid>/stat start time (field 22), or 0 if the process is gone. */
+/* /proc/<pid>/stat start time (field 22), or 0 if the process is gone or
+ * its stat cannot be read (/proc mounted with hidepid, no descriptor left:
+ * tb_proc_exists tells those apart). */
 uint64_t tb_proc_start_time(pid_t pid);
+/* Whether a process `pid` exists (kill(pid, 0): another user's counts);
+ * false for pid <= 0. */
+bool tb_proc_exists(pid_t pid);
 
 #ifdef __cplusplus
 }
