@@ -228,11 +228,16 @@ static void count_expired(void *ctx, uint16_t metric, bool was_start)
 
 /* The scan of the whole join table runs here, off the drain threads; they
  * wait for the lock only if a START or END comes meanwhile. */
+/* In chunks, the lock let go between them: a drain thread that meets a
+ * START or END waits for one chunk at most, not a pass over the table. */
 void tb_closer_expire(tb_collector *c, int64_t now)
 {
-	pthread_mutex_lock(&c->join_lock);
-	tb_join_expire(&c->join, now, count_expired, c);
-	pthread_mutex_unlock(&c->join_lock);
+	uint32_t at = 0;
+	do {
+		pthread_mutex_lock(&c->join_lock);
+		at = tb_join_expire_some(&c->join, now, at, TB_JOIN_EXPIRE_CHUNK, count_expired, c, NULL);
+		pthread_mutex_unlock(&c->join_lock);
+	} while (at != 0);
 }
 
 /* The interval's counts per metric: every drain thread's for the bank,

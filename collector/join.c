@@ -232,16 +232,16 @@ static bool is_expired(const tb_join *j, const tb_join_entry *e, int64_t now_ns)
 	return e->parked_ns < now_ns && waited > (uint64_t)j->timeout_ns;
 }
 
-uint32_t tb_join_expire(tb_join *j, int64_t now_ns,
-			void (*expired)(void *ctx, uint16_t metric, bool was_start), void *ctx)
+uint32_t tb_join_expire_some(tb_join *j, int64_t now_ns, uint32_t from, uint32_t n,
+			     tb_join_expired_fn expired, void *ctx, uint32_t *removed)
 {
-	uint32_t removed = 0;
-	uint32_t i = 0;
+	uint32_t gone = 0, i = from;
+	uint32_t end = from < j->capacity && n < j->capacity - from ? from + n : j->capacity;
 	/* nothing parked (a bus of SPANs only): no pass over the whole table,
 	 * which is megabytes, every housekeeping */
 	if (j->used == 0)
-		return 0;
-	while (i < j->capacity) {
+		end = j->capacity;
+	while (j->used > 0 && i < end) {
 		tb_join_entry *e = &j->entries[i];
 		if (e->kind == JOIN_EMPTY || !is_expired(j, e, now_ns)) {
 			i++;
@@ -250,9 +250,18 @@ uint32_t tb_join_expire(tb_join *j, int64_t now_ns,
 		uint16_t metric = (uint16_t)(e->key >> SEQ_BITS);
 		bool was_start = e->kind == JOIN_START;
 		remove_at(j, i); /* may shift a later entry into slot i: look again */
-		removed++;
+		gone++;
 		if (expired)
 			expired(ctx, metric, was_start);
 	}
+	if (removed)
+		*removed = gone;
+	return end < j->capacity ? end : 0;
+}
+
+uint32_t tb_join_expire(tb_join *j, int64_t now_ns, tb_join_expired_fn expired, void *ctx)
+{
+	uint32_t removed = 0;
+	tb_join_expire_some(j, now_ns, 0, j->capacity, expired, ctx, &removed);
 	return removed;
 }

@@ -17,6 +17,9 @@
 
 #define TB_JOIN_DEFAULT_CAPACITY 65536
 #define TB_JOIN_DEFAULT_TIMEOUT_NS (10LL * 1000000000LL)
+/* Entries an expiry looks at under one hold of the table's lock, which a
+ * drain thread meeting a START or END waits for: a few microseconds */
+#define TB_JOIN_EXPIRE_CHUNK 2048u
 
 typedef struct tb_join_entry tb_join_entry;
 
@@ -49,7 +52,15 @@ int tb_join_end(tb_join *j, uint16_t metric, uint64_t seq, int64_t at_ns, int64_
 
 /* Remove events parked since before now_ns - timeout; calls expired(ctx,
  * metric, was_start) for each. Returns how many were removed. */
-uint32_t tb_join_expire(tb_join *j, int64_t now_ns,
-			void (*expired)(void *ctx, uint16_t metric, bool was_start), void *ctx);
+typedef void (*tb_join_expired_fn)(void *ctx, uint16_t metric, bool was_start);
+uint32_t tb_join_expire(tb_join *j, int64_t now_ns, tb_join_expired_fn expired, void *ctx);
+/* The same over the entries from index `from`, at most `n` of them, so
+ * that a caller under a lock holds it for a bounded time: returns where
+ * the next call goes on, or 0 once the table's end is reached (the whole
+ * table is then looked at, but an entry that a removal in between shifted
+ * back over the cursor waits for the next round). *removed (if given)
+ * gets how many were removed. */
+uint32_t tb_join_expire_some(tb_join *j, int64_t now_ns, uint32_t from, uint32_t n,
+			     tb_join_expired_fn expired, void *ctx, uint32_t *removed);
 
 #endif
