@@ -128,6 +128,7 @@ struct cli {
 	int cpu;
 	int fifo;
 	uint32_t ncpus; /* given by --cpus */
+	bool drains_given; /* --drain-threads */
 	bool mlock, foreground;
 	const char *slots_arg, *ring_arg; /* as given, to name in a refusal */
 };
@@ -221,7 +222,11 @@ static int parse(int argc, char **argv, struct cli *o)
 		case 'L': o->mlock = true; break;
 		case 'P': ok = value(name, optarg, &fifo_spec, &v); o->fifo = (int)v; break;
 		case 'G': o->foreground = true; break;
-		case 'D': ok = value(name, optarg, &drains_spec, &v); o->cfg.drain_threads = (uint32_t)v; break;
+		case 'D':
+			ok = value(name, optarg, &drains_spec, &v);
+			o->cfg.drain_threads = (uint32_t)v;
+			o->drains_given = true;
+			break;
 		case 'S': ok = value(name, optarg, &reserve_spec, &v); o->cfg.series_reserve = (uint32_t)v; break;
 		case 'C':
 			if (!(ok = parse_cpus(optarg, o)))
@@ -243,7 +248,7 @@ static int parse(int argc, char **argv, struct cli *o)
 		if (!ok)
 			return -EINVAL;
 	}
-	if (o->ncpus && o->cfg.drain_threads == 1)
+	if (o->ncpus && !o->drains_given)
 		o->cfg.drain_threads = o->ncpus; /* one drain thread a CPU */
 	if (o->ncpus && o->ncpus != o->cfg.drain_threads) {
 		fprintf(stderr, "tailbusd: --cpus names %u CPUs for %u drain threads\n", o->ncpus,

@@ -116,6 +116,8 @@ bad_values() {
 			"$TAILBUSD" --bus x --log-dir "$tmp" --slots -1 &&
 		refused "^tailbusd: bad value '2000' for --series-reserve: must be at most 1024$" \
 			"$TAILBUSD" --bus x --log-dir "$tmp" --series-reserve 2000 &&
+		refused "^tailbusd: --cpus names 2 CPUs for 1 drain threads" \
+			"$TAILBUSD" --bus x --log-dir "$tmp" --drain-threads 1 --cpus 0,1 &&
 		refused "^tailbusd: bad value '99999999999999999999' for --keep: must be at most" \
 			"$TAILBUSD" --bus x --log-dir "$tmp" --keep 99999999999999999999 &&
 		refused "^tailbusd: bad value '10MB' for --rotate-bytes: not a size" \

@@ -59,6 +59,14 @@ warmup_fixed() {
 }
 check "--warmup SECONDS discards the intervals starting within SECONDS of the first" warmup_fixed
 
+warmup_all() {
+	local rc=0
+	"$TAILBUS" replay "$WARM" --warmup 1000 >/dev/null 2>"$tmp/all.err" || rc=$?
+	expect_eq status "$rc" 1 &&
+		expect_eq message "$(cat "$tmp/all.err")" "tailbus replay: --warmup discarded every interval of the given files"
+}
+check "a --warmup longer than the run says it discarded everything, exit 1" warmup_all
+
 warmup_too_few() {
 	"$TB_GEN_RUNS" "$tmp/short.hlog" --intervals 8 --samples 1000 --warmup 2 --warmup-factor 10
 	"$TAILBUS" replay "$tmp/short.hlog" --warmup auto --format json >"$tmp/s.json" || return 1

@@ -273,8 +273,7 @@ static int open_buses(const struct options *o, tb_seg *segs, tb_prom_export *exp
 		const char *why = "unknown error";
 		int rc = tb_seg_open(&segs[i], o->dir, o->bus[i], NULL, TB_SEG_READONLY, &why);
 		if (rc < 0) {
-			tb_cli_error(VERB, "bus '%s': %s (%s)%s", o->bus[i], why, strerror(-rc),
-				     rc == -ENOENT ? "; is tailbusd running? --dir names its directory" : "");
+			tb_cli_error(VERB, "bus '%s': %s (%s)", o->bus[i], why, strerror(-rc));
 			return rc;
 		}
 		rc = tb_prom_export_add_bus(exp, &segs[i], o->bus[i]);

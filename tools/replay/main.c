@@ -134,9 +134,11 @@ int tb_cmd_replay(int argc, char **argv)
 		free_state(&st);
 		return TB_EXIT_INPUT;
 	}
-	size_t intervals = 0;
-	for (size_t i = 0; i < st.merge.ntags; i++)
+	size_t intervals = 0, warmup = 0;
+	for (size_t i = 0; i < st.merge.ntags; i++) {
 		intervals += st.merge.tags[i].intervals;
+		warmup += st.opt.warmup != WARMUP_NONE && st.info ? st.info[i].warm.discarded : 0;
+	}
 	if (st.opt.tag && tb_log_merge_find(&st.merge, st.opt.tag) < 0) {
 		tb_cli_error(VERB, "tag '%s' has no intervals in the selected range of the given files",
 			     st.opt.tag);
@@ -144,7 +146,8 @@ int tb_cmd_replay(int argc, char **argv)
 	} else if (intervals == 0 && st.status == TB_EXIT_OK) {
 		/* an empty report would read as "no latency at all" (where lines
 		 * were refused, each has been named already) */
-		tb_cli_error(VERB, isinf(st.opt.start) && isinf(st.opt.end)
+		tb_cli_error(VERB, warmup > 0 ? "--warmup discarded every interval of the given files"
+				   : isinf(st.opt.start) && isinf(st.opt.end)
 					   ? "the given files hold no interval lines"
 					   : "no interval of the given files lies between --start and --end");
 		st.status = TB_EXIT_INPUT;
