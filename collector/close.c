@@ -95,21 +95,23 @@ static void merge_metric(tb_collector *c, uint16_t m, int bank)
 }
 
 /* Drop deltas of every ring this interval, and what was folded into the
- * lanes of each followed ring, into bank `bank`; returns the bus's drops. */
+ * lanes of each followed ring, into bank `bank`; returns the bus's drops.
+ * The lock is held for one slot at a time: a drain thread that follows or
+ * releases a slot meanwhile waits for one slot's lanes, not every one's. */
 static uint64_t take_drops_and_folds(tb_collector *c, int bank, uint64_t *drops)
 {
 	uint64_t total = 0;
-	pthread_mutex_lock(&c->slot_lock);
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
+		pthread_mutex_lock(&c->slot_lock);
 		tb_folds_take_slot(c, i, bank, false, c->closer.sum, c->closer.fold_grew,
 				   &c->closer.series_exhausted);
 		drops[i] = (__atomic_load_n(&f->followed, __ATOMIC_ACQUIRE) ? tb_slots_drops(c, i) : 0) +
 			   f->pending_drops;
 		f->pending_drops = 0;
+		pthread_mutex_unlock(&c->slot_lock);
 		total += drops[i];
 	}
-	pthread_mutex_unlock(&c->slot_lock);
 	return total;
 }
 
