@@ -392,8 +392,8 @@ record_off() {
 	[[ ! -s "$tmp/off.err" ]] || { echo "  unexpected messages:"; cat "$tmp/off.err"; return 1; }
 	expect off '
 need(rc == 0, "exit %d" % rc)
-need(d["record"] is False and d["bus_ok"] is False and d["collector"] is False,
-     "record %s bus_ok %s collector %s" % (d["record"], d["bus_ok"], d["collector"]))
+need(d["record"] is False and d["bus_ok"] is False and d["collector_running"] is False,
+     "record %s bus_ok %s collector_running %s" % (d["record"], d["bus_ok"], d["collector_running"]))
 need(r["count"] == 1800 and r["warmup_count"] == 200, "counts %d + %d" % (r["count"], r["warmup_count"]))
 sv = r["service"]
 need(sv["count"] == 1800 and sv["min"] >= 10000 and sv["p50"] <= r["p50"],

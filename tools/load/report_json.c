@@ -80,7 +80,7 @@ void load_report_json(const struct result *res, size_t n, const struct config *c
 	else
 		printf("null");
 	printf(",\"record\":%s", b->off ? "false" : "true");
-	printf(",\"bus_ok\":%s,\"collector\":%s,\"drops\":%" PRIu64
+	printf(",\"bus_ok\":%s,\"collector_running\":%s,\"drops\":%" PRIu64
 	       ",\"mode\":\"%s\",\"arrivals\":\"%s\",\"seed\":%" PRIu64 ",\"service_ns\":%" PRId64
 	       ",\"stall_every_ns\":%" PRId64 ",\"stall_ns\":%" PRId64 ",\"duration_ns\":%" PRId64
 	       ",\"warmup_ns\":%" PRId64 ",\"drain_ns\":%" PRId64 ",\"late_ns\":%" PRId64

@@ -29,11 +29,11 @@ static void json_row(FILE *out, const struct top_row *r, bool from_log)
 	else
 		fprintf(out, ",\"max\":null");
 	if (r->has_drops && !r->error)
-		fprintf(out, ",\"drops\":%" PRIu64 ",\"folded\":%" PRIu64 ",\"collector_gap_us\":%" PRIu32
+		fprintf(out, ",\"drops\":%" PRIu64 ",\"folded\":%" PRIu64 ",\"longest_gap_us\":%" PRIu32
 			     ",\"heap_let_go\":%s",
 			r->drops, r->folded, r->gap_us, r->let_go ? "true" : "false");
 	else
-		fprintf(out, ",\"drops\":null,\"folded\":null,\"collector_gap_us\":null,\"heap_let_go\":null");
+		fprintf(out, ",\"drops\":null,\"folded\":null,\"longest_gap_us\":null,\"heap_let_go\":null");
 	fprintf(out, ",\"insufficient\":[");
 	for (int p = 0, n = 0; p < TB_SUMMARY_PERCENTILES; p++) {
 		if (r->insufficient[p])
