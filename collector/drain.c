@@ -125,6 +125,9 @@ static void record(tb_drainer *d, uint32_t slot, uint16_t metric, int64_t latenc
 			 * (drain_slot counts every entry into the current one) */
 			c->slots[slot].into[d->cur]--;
 			c->slots[slot].into[bank]++;
+			/* past the next one too: filed there, and said so (a
+			 * producer's clock ahead, or a made-up time) */
+			ahead = completion - d->interval_start_ns >= 2 * c->cfg.interval_ns;
 		} else
 			ahead = true;
 	} else if (TB_UNLIKELY(completion < d->late_before_ns)) {

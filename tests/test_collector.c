@@ -323,6 +323,24 @@ static void drops_of_a_close_with_no_metric_show_with_the_next(void **state)
 	assert_int_equal(snap.newest.dropped, 0);
 }
 
+/* An event that completes past the next interval (a producer's clock
+ * ahead) is filed in the next interval, as ever, and counted there as
+ * ahead; one of the next interval itself is not. */
+static void an_event_past_the_next_interval_is_counted_ahead(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns;
+	spans(f, 0, 3, at(f, len + len / 2), 1000); /* the next interval's */
+	spans(f, 0, 2, at(f, 3 * len + 5), 1000);   /* two further on */
+	tb_collector_drain_all(&f->c);
+	int64_t first = f->c.closer.start_ns;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(sidecar_sum(f, first, "metric", "m0", 3), 0);
+	assert_int_equal(sidecar_sum(f, first + len, "metric", "m0", 3), 5);
+	assert_int_equal(sidecar_sum(f, first + len, "metric", "m0", 13), 2);
+}
+
 /* What the segment's accounts say ring `slot` has taken and not logged. */
 static uint32_t unlogged(struct fixture *f, uint32_t slot)
 {
@@ -556,6 +574,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_close_leaves_the_rings_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(drops_of_a_close_with_no_metric_show_with_the_next,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(an_event_past_the_next_interval_is_counted_ahead,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_run_loop_looks_when_a_close_is_due, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_series_reserve_is_faulted_in_ahead, setup, teardown),
