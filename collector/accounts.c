@@ -235,7 +235,7 @@ static void report(tb_collector *c)
 			 lost, (int)a->dead_pid, from);
 	if (n > 0 && (size_t)n < sizeof(line))
 		tb_writer_append_log(c->writer, line, (size_t)n);
-	n = snprintf(line, sizeof(line), "%.3f,collector-lost,collector:%d,%llu,,,,,,,,,%llu,,,\n", from,
+	n = snprintf(line, sizeof(line), "%.3f,collector-lost,collector:%d,%llu,,,,,,,,,%llu,,,,\n", from,
 		     (int)a->dead_pid, lost, folds);
 	if (n > 0 && (size_t)n < sizeof(line))
 		tb_writer_append_sidecar(c->writer, line, (size_t)n);

@@ -48,10 +48,12 @@ static int encode_merged(tb_collector *c, uint8_t **frame, size_t *frame_len)
 }
 
 /* One sidecar row; `gap_ns` < 0 leaves its column empty, as do `pass_ns`
- * and `self_pause_ns` (the drain threads' rows only). */
+ * and `self_pause_ns` (the drain threads' rows only) and `drain` (the drain
+ * thread of a drain or ring row). */
 typedef struct sidecar_extra {
 	uint64_t dropped, high_water;
 	int64_t gap_ns, pass_ns, self_pause_ns;
+	int64_t drain;
 } sidecar_extra;
 
 static void us_or_empty(char *out, size_t cap, int64_t ns)
@@ -66,21 +68,23 @@ static int sidecar_row(tb_growbuf *b, double start, const char *scope, const cha
 {
 	if (reserve(b, SIDECAR_ROW_MAX) < 0)
 		return -ENOMEM;
-	char gap[24], pass[24], self[24];
+	char gap[24], pass[24], self[24], drain[24] = "";
 	us_or_empty(gap, sizeof(gap), x->gap_ns);
 	us_or_empty(pass, sizeof(pass), x->pass_ns);
 	us_or_empty(self, sizeof(self), x->self_pause_ns);
+	if (x->drain >= 0)
+		snprintf(drain, sizeof(drain), "%" PRId64, x->drain);
 	int n = snprintf(b->p + b->len, SIDECAR_ROW_MAX,
 			 "%.3f,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%s,%s\n",
+			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%s,%s,%s\n",
 			 start, scope, name, mc->events, x->dropped, mc->negative, mc->late, mc->clamped,
 			 mc->unmatched_start, mc->unmatched_end, x->high_water, gap, mc->folded,
-			 mc->ahead, pass, self);
+			 mc->ahead, pass, self, drain);
 	b->len += (size_t)(n < SIDECAR_ROW_MAX ? n : SIDECAR_ROW_MAX - 1);
 	return 0;
 }
 
-static const sidecar_extra no_extra = {.gap_ns = -1, .pass_ns = -1, .self_pause_ns = -1};
+static const sidecar_extra no_extra = {.gap_ns = -1, .pass_ns = -1, .self_pause_ns = -1, .drain = -1};
 
 /* Move metric m's series into the merged scratch: their closed banks are
  * left empty for the interval after next, in the same pass. */
@@ -142,6 +146,9 @@ static int slot_rows(tb_collector *c, int bank, double start, const uint64_t *dr
 		x.dropped = drops[i];
 		x.high_water = t->high_water;
 		x.gap_ns = gap_ns;
+		/* the drain thread that holds it now, else the one it goes to */
+		uint32_t holder = __atomic_load_n(&f->holder, __ATOMIC_ACQUIRE);
+		x.drain = holder != TB_NO_DRAINER ? holder : __atomic_load_n(&f->want, __ATOMIC_RELAXED);
 		rc = sidecar_row(&c->closer.sidecar, start, "ring", name, &mc, &x);
 		++*rows;
 		if (rc == 0 && t->bad_events) {
@@ -200,6 +207,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 		x.gap_ns = s.longest_gap_ns;
 		x.pass_ns = s.longest_pass_ns;
 		x.self_pause_ns = s.longest_self_pause_ns;
+		x.drain = k;
 		rc = sidecar_row(&c->closer.sidecar, start, "drain", name, &mc, &x);
 		if (s.longest_pass_ns > worst_pass)
 			worst_pass = s.longest_pass_ns;

@@ -139,6 +139,34 @@ static void flood(struct fixture *f, bool move)
 		assert_int_equal(pthread_join(p[k], NULL), 0);
 }
 
+/* Without moves (no rebalance), ring i stays on drain thread i mod N: the
+ * sidecar's ring rows must name that thread in their drain_thread column,
+ * and the drain rows their own number. Returns the ring rows seen. */
+static int ring_rows_name_their_drain_thread(struct fixture *f)
+{
+	char cmd[160], line[512];
+	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
+	FILE *csv = popen(cmd, "r");
+	assert_non_null(csv);
+	int rings = 0;
+	while (fgets(line, sizeof(line), csv)) {
+		char scope[24], name[96];
+		if (sscanf(line, "%*[^,],%23[^,],%95[^,],", scope, name) != 2)
+			continue;
+		const char *last = strrchr(line, ',') + 1;
+		unsigned n;
+		if (strcmp(scope, "ring") == 0 && sscanf(name, "ring%u:", &n) == 1) {
+			if ((unsigned)atoi(last) != n % f->c.ndrainers || *last == '\n')
+				fail_msg("ring %u's row names drain thread '%.*s'", n, (int)strcspn(last, "\n"), last);
+			rings++;
+		} else if (strcmp(scope, "drain") == 0 && sscanf(name, "drain%u:", &n) == 1) {
+			assert_int_equal(atoi(last), n);
+		}
+	}
+	assert_int_equal(pclose(csv), 0);
+	return rings;
+}
+
 static void check_exact(uint32_t drain_threads, bool move)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -156,6 +184,8 @@ static void check_exact(uint32_t drain_threads, bool move)
 	}
 	if (move)
 		assert_true(f->c.moves > 100);
+	else
+		assert_true(ring_rows_name_their_drain_thread(f) > 0);
 	close_collector(f);
 	free(f);
 }
