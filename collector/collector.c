@@ -186,15 +186,23 @@ static int alloc_state(tb_collector *c)
 
 /* The first interval: now's, or where the log of a killed collector stops
  * (and the live area, which it may have published into before it wrote
- * the interval's lines). */
+ * the interval's lines). Never one at or before an interval the last
+ * collector logged or published: one that stopped cleanly within now's
+ * interval logged it, partial, and readers tell intervals by their start;
+ * the first then begins at the next boundary, and what completes before
+ * it is counted there as late. */
 static int64_t first_interval(tb_collector *c, int64_t now)
 {
 	struct tb_accounts *a = &c->accounts;
 	int64_t len = c->cfg.interval_ns, start = now / len * len;
 	const tb_seg_header *h = (const tb_seg_header *)c->seg.base;
+	int64_t shown = tb_publish_newest_start(c);
+	int64_t last = a->logged_start_ns > shown ? a->logged_start_ns : shown;
+	if (last >= start)
+		start = (last / len + 1) * len;
 	if (!a->inherited || !a->logged_start_ns || h->collector_interval_ns != len)
 		return start;
-	int64_t next = a->logged_start_ns + len, shown = tb_publish_newest_start(c);
+	int64_t next = a->logged_start_ns + len;
 	if (shown >= next)
 		next = shown + len;
 	if (next % len != 0 || next >= start || start - next > RESUME_MAX_INTERVALS * len)

@@ -501,6 +501,28 @@ static void a_refused_open_closes_no_descriptor_of_others(void **state)
 	assert_true(open0);
 }
 
+/* A collector stopped cleanly logs the interval it stops in, partial; one
+ * started again within that interval begins at the next boundary, so no
+ * interval start is logged or published twice (readers tell intervals by
+ * their start). Minute intervals: the test does not cross a boundary. */
+static void a_restart_within_a_logged_interval_begins_after_it(void **state)
+{
+	struct fixture *f = *state;
+	tb_collector_config cfg;
+	const int64_t len = 60 * 1000000000LL;
+	fixture_stop(f, &cfg);
+	cfg.interval_ns = len;
+	fixture_restart(f, &cfg);
+	int64_t first = f->c.closer.start_ns;
+	spans(f, 0, 10, tb_now(f->p), 1000);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, len / 60), 0); /* as a stop does */
+	fixture_stop(f, &cfg);
+	fixture_restart(f, &cfg);
+	assert_int_equal(f->c.closer.start_ns, first + len);
+	assert_true(f->c.closer.start_ns > tb_collector_now(&f->c));
+}
+
 /* --series-reserve: the series faulted in ahead at open; with none, the
  * first event of a (slot, metric) pair makes the drain fault its series in,
  * counted; with enough, it does not. */
@@ -588,6 +610,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_failed_restart_keeps_a_killed_collectors_loss,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_refused_open_closes_no_descriptor_of_others,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_restart_within_a_logged_interval_begins_after_it,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
