@@ -195,6 +195,7 @@ static void reset_free(tb_collector *c, uint32_t i)
 	tb_accounts_moved(c, i, 0);
 	pthread_mutex_unlock(&c->slot_lock);
 	tb_seg_folds_reset(&c->seg, i);
+	s->attached_ns = 0;
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }
 

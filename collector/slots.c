@@ -208,14 +208,21 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 	case TB_SLOT_DETACHED:
 		ask(c, i, TB_RELEASE_FREE);
 		break;
-	case TB_SLOT_CLAIMED:
-		if ((int64_t)(now - (int64_t)s->attached_ns) > CLAIM_TIMEOUT_NS && s->attached_ns &&
-		    !tb_proc_exists(s->pid))
+	case TB_SLOT_CLAIMED: {
+		/* attached_ns is the claimer's last store before LIVE (release),
+		 * and 0 from the release that freed the slot: a claim still being
+		 * written is not judged by a pid that may not be there yet (the
+		 * stuck rule takes one that never finishes). Times from the
+		 * segment are subtracted as unsigned: any value is defined. */
+		uint64_t attached = __atomic_load_n(&s->attached_ns, __ATOMIC_ACQUIRE);
+		if (attached && (int64_t)((uint64_t)now - attached) > CLAIM_TIMEOUT_NS &&
+		    !tb_proc_exists(__atomic_load_n(&s->pid, __ATOMIC_RELAXED)))
 			ask(c, i, TB_RELEASE_FREE);
 		else if (stuck(f, state, now))
 			reclaim(c, i, "claimed for 2 s and never published (by pid %llu)",
 				(unsigned long long)(uint32_t)s->pid);
 		break;
+	}
 	case TB_SLOT_QUARANTINED:
 		if (!followed && !f->pid) {
 			/* quarantined before this collector started: learn whose it

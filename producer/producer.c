@@ -131,16 +131,21 @@ void tb__full(tb_producer *p, uint64_t w0, uint64_t w1)
 
 /* Map this thread's ring into the page tables now, writable, on the cold
  * path: else the engine's first pass over it takes a page fault every 4 KiB
- * (a few microseconds each here), one call in 256. Best effort: a kernel
- * before 5.14 refuses the advice and the faults come as before. */
-static void prefault_ring(void *ring, uint64_t bytes)
+ * (a few microseconds each here), one call in 256. A kernel before 5.14
+ * refuses the advice (EINVAL) and the faults come as before. Any other
+ * failure is a ring the file system cannot back (tmpfs or hugetlbfs out of
+ * memory, a sparse file made bigger than its file system): a store into it
+ * would be a SIGBUS, so the handle records nothing instead. 0 or -errno. */
+static int prefault_ring(void *ring, uint64_t bytes)
 {
 #ifdef MADV_POPULATE_WRITE
-	(void)madvise(ring, (size_t)bytes, MADV_POPULATE_WRITE);
+	if (madvise(ring, (size_t)bytes, MADV_POPULATE_WRITE) < 0 && errno != EINVAL)
+		return -errno;
 #else
 	(void)ring;
 	(void)bytes;
 #endif
+	return 0;
 }
 
 static int claim_slot(tb_seg *seg, const char *thread_name)
@@ -151,6 +156,13 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 		if (!__atomic_compare_exchange_n(&s->state, &expect, TB_SLOT_CLAIMED, false,
 						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			continue;
+		/* its pages before it is published: a ring that cannot have
+		 * them is given back as it was found, and no one reads it */
+		int rc = prefault_ring(tb_seg_ring(seg, i), seg->layout.ring_stride);
+		if (rc < 0) {
+			__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
+			return rc;
+		}
 		s->generation++;
 		s->pid = getpid();
 		s->tid = (int32_t)syscall(SYS_gettid);
@@ -163,8 +175,16 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 		s->folded = 0;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		s->attached_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-		__atomic_store_n(&s->state, TB_SLOT_LIVE, __ATOMIC_RELEASE);
+		/* last, with release: the collector judges a claim by its pid
+		 * only once this is set (and the claim complete) */
+		__atomic_store_n(&s->attached_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+				 __ATOMIC_RELEASE);
+		/* the collector takes back a claim stuck for seconds (this thread
+		 * stopped here): then the slot is no longer ours to publish */
+		expect = TB_SLOT_CLAIMED;
+		if (!__atomic_compare_exchange_n(&s->state, &expect, TB_SLOT_LIVE, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+			continue;
 		return (int)i;
 	}
 	return -EBUSY;
@@ -200,14 +220,14 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 		tb__guard_remove(seg->base);
 		tb_seg_close(seg);
 		free(seg);
-		make_noop(p, slot, "every ring of the bus is taken (raise the slot count)");
+		make_noop(p, slot, slot == -EBUSY ? "every ring of the bus is taken (raise the slot count)"
+				   : "the bus's ring cannot be backed by memory (its file system is full)");
 		return p;
 	}
 	p->seg = seg;
 	p->slot = slot;
 	p->ring = tb_seg_ring(seg, (uint32_t)slot);
 	p->events = tb_seg_events(seg, (uint32_t)slot);
-	prefault_ring(p->ring, seg->layout.ring_stride);
 	p->mask = seg->layout.ring_capacity - 1;
 	p->log2 = tb_seg_ring_log2(seg);
 	/* a FREE slot's ring is empty and consistent: start where the collector

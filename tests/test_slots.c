@@ -4,6 +4,7 @@
  * ring is read in full. A real collector and producer (collector_fixture.h),
  * housekept by hand.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -114,6 +116,37 @@ static void a_gone_or_reused_owner_frees_its_slot(void **state)
 	assert_int_equal(s->state, TB_SLOT_FREE);
 }
 
+/* A claim in progress: a producer that has won FREE -> CLAIMED has not
+ * written its pid yet. A slot freed by the collector carries no attach
+ * time, so housekeeping does not judge such a claim by a pid that is not
+ * there (it used to free it once the last owner's attach time was a
+ * second old, and two producers could then publish one ring); and a
+ * claim taken back under its claimer is not published by it. */
+static void a_claim_in_progress_is_left_to_its_claimer(void **state)
+{
+	struct fixture *f = *state;
+	tb_producer *prev = tb_attach(BUS, "previous");
+	assert_int_equal(tb_producer_error(prev, NULL), 0);
+	assert_int_equal(prev->slot, 1);
+	tb_detach(prev);
+	housekeep(f);
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	assert_int_equal(s->attached_ns, 0);
+	struct timespec ts = {1, 200000000}; /* the last owner left a while ago */
+	nanosleep(&ts, NULL);
+	uint32_t expect = TB_SLOT_FREE;
+	assert_true(__atomic_compare_exchange_n(&s->state, &expect, TB_SLOT_CLAIMED, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_CLAIMED);
+	/* another attach does not get it (the fixture's two rings are taken) */
+	tb_producer *other = tb_attach(BUS, "other");
+	assert_int_equal(tb_producer_error(other, NULL), -EBUSY);
+	tb_detach(other);
+	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -124,6 +157,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			a_ring_quarantined_before_start_is_freed_when_its_owner_is_gone,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(a_claim_in_progress_is_left_to_its_claimer,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,7 +156,10 @@ int tb_producer_collector(const tb_producer *p, const char **why);
  * SIGBUS at an address inside a segment this process has attached gives
  * the file its size back (ftruncate) and returns, so the store is retried
  * and lands, its event lost with the rest of the cut ring (the collector
- * quarantines the ring; later events are counted dropped). A fault
+ * quarantines the ring; later events are counted dropped). A page the file
+ * system cannot give back (tmpfs or hugetlbfs full) gets a private page
+ * mapped over it: the thread goes on and what it writes there is lost. A
+ * fault
  * anywhere else goes to the handler that was installed before, or to the
  * default action. Up to TB_GUARD_SEGMENTS attached handles are covered at a
  * time. Returns 0 or a negative errno (sigaction's). */
