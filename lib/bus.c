@@ -47,6 +47,14 @@ static int64_t clock_ns(clockid_t id)
 	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
 }
 
+/* How old a heartbeat from the header is: subtracted as unsigned, so any
+ * value a writer of the segment left there is defined (negative: from the
+ * future, which no collector writes). */
+static int64_t heartbeat_age(int64_t now_mono_ns, int64_t beat)
+{
+	return (int64_t)((uint64_t)now_mono_ns - (uint64_t)beat);
+}
+
 int tb_bus_collector_state(const tb_seg_header *shared, int64_t now_mono_ns, const char **why)
 {
 	uint32_t starts = __atomic_load_n(&shared->collector_generation, __ATOMIC_ACQUIRE);
@@ -62,7 +70,8 @@ int tb_bus_collector_state(const tb_seg_header *shared, int64_t now_mono_ns, con
 		state = TB_COLLECTOR_STOPPED;
 		sentence = "the bus's collector has stopped: its events wait in the ring until "
 			   "tailbusd serves it again";
-	} else if (now_mono_ns - beat > TB_COLLECTOR_SILENT_NS) {
+	} else if (heartbeat_age(now_mono_ns, beat) < 0 ||
+		   heartbeat_age(now_mono_ns, beat) > TB_COLLECTOR_SILENT_NS) {
 		state = TB_COLLECTOR_SILENT;
 		sentence = "the bus's collector has not been heard from for 2 s or more "
 			   "(stopped by a signal, stuck or killed)";
@@ -92,8 +101,8 @@ bool tb_bus_heartbeat_age(const tb_seg *s, int64_t now_mono_ns, int64_t *age_ns)
 	int64_t beat = __atomic_load_n(&h->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
 	if (beat == 0)
 		return false;
-	*age_ns = now_mono_ns - beat;
-	return true;
+	*age_ns = heartbeat_age(now_mono_ns, beat);
+	return *age_ns >= 0; /* one from the future was not written by a collector */
 }
 
 void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c)

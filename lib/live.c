@@ -141,7 +141,12 @@ bool tb_live_let_go(const tb_seg *s, uint32_t id, uint32_t n, uint32_t read,
 	tb_live_snapshot snap;
 	if (read == 0 || read >= n || tb_live_read_newest(s, id, &snap) < 0 || !snap.let_go_start_ns)
 		return false;
-	return snap.let_go_start_ns >= newest_start_ns - (int64_t)(n - 1) * length_ns;
+	/* times from the segment: an arithmetic that overflows is no window */
+	int64_t back, oldest;
+	if (__builtin_mul_overflow((int64_t)(n - 1), length_ns, &back) ||
+	    __builtin_sub_overflow(newest_start_ns, back, &oldest))
+		return false;
+	return snap.let_go_start_ns >= oldest;
 }
 
 /* A first buffer that holds most frames without growing. */

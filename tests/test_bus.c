@@ -55,6 +55,12 @@ static void collector_rule_reads_the_header(void **state)
 	assert_null(why);
 	h.collector_heartbeat_ns = now - TB_COLLECTOR_SILENT_NS - 1;
 	assert_int_equal(tb_bus_collector_state(&h, now, &why), TB_COLLECTOR_SILENT);
+	/* written by someone else: any value is judged, none is undefined */
+	int64_t odd[] = {INT64_MIN, INT64_MIN + 1, now + 1, INT64_MAX, -1};
+	for (size_t k = 0; k < sizeof(odd) / sizeof(odd[0]); k++) {
+		h.collector_heartbeat_ns = odd[k];
+		assert_int_equal(tb_bus_collector_state(&h, now, NULL), TB_COLLECTOR_SILENT);
+	}
 	assert_string_equal(tb_bus_collector_name(TB_COLLECTOR_SILENT), "silent");
 	assert_string_equal(tb_bus_collector_name(TB_COLLECTOR_NONE), "none");
 }

@@ -75,10 +75,16 @@ static int64_t refresh_ns(const struct source *src, const struct top_options *o,
 {
 	if (o->refresh_ns)
 		return o->refresh_ns;
-	if (src->is_log)
-		return sn->interval_s > 0 ? (int64_t)(sn->interval_s * TOP_NS_PER_SEC)
-					  : TOP_DEFAULT_INTERVAL_NS;
-	return top_bus_interval_ns(&src->bus);
+	/* from the log or the segment: held to what a collector can have
+	 * (1 ms to 1 h), so that no value there makes the wait undefined */
+	double ns = src->is_log ? (sn->interval_s > 0 ? sn->interval_s * TOP_NS_PER_SEC
+						      : (double)TOP_DEFAULT_INTERVAL_NS)
+				: (double)top_bus_interval_ns(&src->bus);
+	if (!(ns >= 1e6))
+		ns = 1e6;
+	if (ns > 3600.0 * TOP_NS_PER_SEC)
+		ns = 3600.0 * TOP_NS_PER_SEC;
+	return (int64_t)ns;
 }
 
 /* Wait for the next refresh: a newly published interval (at most one

@@ -41,7 +41,10 @@ int top_window_check(const struct top_options *o, const struct top_snap *sn)
 	int64_t interval_ns = (int64_t)llround(sn->interval_s * TOP_NS_PER_SEC);
 	char iv[32], most[32];
 	tb_unit_format(iv, sizeof(iv), TB_UNIT_DURATION, interval_ns);
-	tb_unit_format(most, sizeof(most), TB_UNIT_DURATION, interval_ns * (int64_t)sn->window_cap);
+	int64_t most_ns;
+	if (__builtin_mul_overflow(interval_ns, (int64_t)sn->window_cap, &most_ns))
+		most_ns = INT64_MAX; /* lengths from the segment: any value */
+	tb_unit_format(most, sizeof(most), TB_UNIT_DURATION, most_ns);
 	if (o->window_ns < interval_ns) {
 		tb_cli_bad_value(TOP_VERB, "window", o->window_arg,
 				 "shorter than one interval of %s %s (%s): a window is whole intervals",
@@ -77,8 +80,11 @@ void top_window_interval(struct top_window *a, int64_t start_ns, int64_t length_
 {
 	if (start_ns < a->oldest_start_ns)
 		a->oldest_start_ns = start_ns;
-	if (start_ns + length_ns > a->newest_end_ns) {
-		a->newest_end_ns = start_ns + length_ns;
+	int64_t end_ns;
+	if (__builtin_add_overflow(start_ns, length_ns, &end_ns))
+		end_ns = length_ns > 0 ? INT64_MAX : INT64_MIN; /* times from the segment */
+	if (end_ns > a->newest_end_ns) {
+		a->newest_end_ns = end_ns;
 		a->newest_length_ns = length_ns;
 	}
 	a->intervals++;
