@@ -15,7 +15,10 @@
 
 #include "tailbus/segment.h"
 
-#define RESERVING_WAIT_STEPS 10000 /* x 1 us: a writer has 10 ms to finish */
+/* A registrant has this long to finish an entry; a lookup waits at most
+ * this long in all, however many unfinished entries its probe meets (one
+ * left by a registrant that died is passed over after it, every time). */
+#define RESERVING_WAIT_NS 10000000LL
 
 bool tb_seg_metric_name_valid(const char *name)
 {
@@ -45,10 +48,23 @@ static uint32_t name_hash(const char *name)
 	return h;
 }
 
-static uint32_t wait_not_reserving(const tb_metric_entry *e)
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The entry's state once it is not RESERVING, or RESERVING when the
+ * lookup's time (*until, set at the first wait) has run out. */
+static uint32_t wait_not_reserving(const tb_metric_entry *e, int64_t *until)
 {
 	uint32_t state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
-	for (int i = 0; state == TB_METRIC_RESERVING && i < RESERVING_WAIT_STEPS; i++) {
+	if (state != TB_METRIC_RESERVING)
+		return state;
+	if (*until == 0)
+		*until = mono_ns() + RESERVING_WAIT_NS;
+	while (state == TB_METRIC_RESERVING && mono_ns() < *until) {
 		struct timespec ts = {0, 1000};
 		nanosleep(&ts, NULL);
 		state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
@@ -69,12 +85,13 @@ static int lookup(const tb_seg *s, const char *name, bool add)
 		return -EROFS;
 	uint32_t cap = s->layout.metric_capacity, hash = name_hash(name);
 	size_t len = strlen(name);
+	int64_t until = 0; /* the wait for unfinished entries: not begun */
 	for (uint32_t probe = 0; probe < cap; probe++) {
 		uint32_t id = (hash + probe) & (cap - 1);
 		if (id == TB_MAX_METRICS - 1)
 			continue; /* reserved: the producer's "no metric" id */
 		tb_metric_entry *e = tb_seg_metric(s, id);
-		uint32_t state = wait_not_reserving(e);
+		uint32_t state = wait_not_reserving(e, &until);
 		if (state == TB_METRIC_READY) {
 			if (entry_is(e, name, len, hash))
 				return (int)id;

@@ -257,9 +257,18 @@ void tb_detach(tb_producer *p)
 	tb_seg *seg = p->seg;
 	if (seg) {
 		tb_slot *s = tb_seg_slot(seg, (uint32_t)p->slot);
-		/* the final position, so the collector drains exactly what was written */
-		__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
-		__atomic_store_n(&s->state, TB_SLOT_DETACHED, __ATOMIC_RELEASE);
+		/* Only the process that claimed the slot gives it back: a child
+		 * of fork() that detaches an inherited handle (an atexit handler,
+		 * a destructor) leaves its parent's ring alone, and so does one
+		 * whose slot was taken back and claimed by another. */
+		uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->pid, __ATOMIC_RELAXED) == getpid() &&
+		    (state == TB_SLOT_LIVE || state == TB_SLOT_QUARANTINED)) {
+			/* the final position, so the collector drains exactly what was written */
+			__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
+			__atomic_compare_exchange_n(&s->state, &state, TB_SLOT_DETACHED, false,
+						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+		}
 		tb__guard_remove(seg->base);
 		tb_seg_close(seg);
 		free(seg);

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ck_ring.h>
@@ -576,10 +578,74 @@ static void test_ring_header_has_ck_ring_layout(void **state)
 	assert_ptr_equal((uint8_t *)ck + TB_RING_HEADER_SIZE, (uint8_t *)tb_seg_events(&f->seg, 1));
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* FNV-1a, as seg_metrics.c hashes names: where a name's probe starts. */
+static uint32_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h;
+}
+
+/* Entries left RESERVING (their registrant died mid-write, or someone who
+ * may write the segment) are waited for at most 10 ms a lookup in all, by
+ * the clock (a 1 us sleep takes far longer than 1 us), then passed over. */
+static void unfinished_metric_entries_cost_a_lookup_10_ms_at_most(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	uint32_t cap = f->seg.layout.metric_capacity, at = name_hash("fill") & (cap - 1);
+	for (uint32_t k = 0; k < 4; k++) /* a run of them where "fill" is looked for */
+		__atomic_store_n(&tb_seg_metric(&f->seg, (at + k) & (cap - 1))->state, TB_METRIC_RESERVING,
+				 __ATOMIC_RELEASE);
+	for (int k = 0; k < 2; k++) { /* every call, not only the first */
+		double t0 = mono_s();
+		tb_metric_t m = tb_metric(f->p, "fill");
+		double took = mono_s() - t0;
+		assert_int_equal(tb_metric_id(m), (at + 4) & (cap - 1));
+		if (took > 0.050)
+			fail_msg("tb_metric took %.3f s past 4 unfinished entries", took);
+	}
+}
+
+/* A child of fork() that detaches the handle it inherited (an atexit
+ * handler, a destructor) leaves its parent's ring alone. */
+static void a_forked_child_does_not_give_the_parents_ring_away(void **state)
+{
+	struct fixture *f = *state;
+	attach(f);
+	int slot = f->p->slot;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tb_detach(f->p);
+		_exit(0);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, (uint32_t)slot)->state, __ATOMIC_ACQUIRE),
+			 TB_SLOT_LIVE);
+	tb_detach(f->p); /* the parent's own detach still gives it back */
+	f->p = NULL;
+	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, (uint32_t)slot)->state, __ATOMIC_ACQUIRE),
+			 TB_SLOT_DETACHED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_fill_drop_refill, setup, teardown),
+		cmocka_unit_test_setup_teardown(unfinished_metric_entries_cost_a_lookup_10_ms_at_most, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_forked_child_does_not_give_the_parents_ring_away, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_spans, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_wrap, setup, teardown),
