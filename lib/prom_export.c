@@ -42,6 +42,7 @@
 
 struct metric {
 	bool followed;     /* READY and seen by a poll */
+	bool needs_base;   /* seen by the first poll: what it had published before is left out */
 	char name[NAME_MAX_LEN];
 	int64_t last_start; /* newest interval added (0: none) */
 	bool has_hist;
@@ -183,11 +184,15 @@ static int follow_metric(tb_prom_export *e, struct bus *b, uint32_t id)
 	/* summaries only: the histograms of the new ones are read as they are added */
 	int rc = tb_live_read_window(b->seg, id, cap, NULL, &fns, &ns);
 	uint32_t n = ns.n;
-	if (rc == 0 && !b->polled) {
-		/* the baseline: what was published before the exporter does not count */
+	if (rc == 0 && m->needs_base) {
+		/* the baseline: what was published before the exporter does not
+		 * count; taken at the first read that succeeds, not at the first
+		 * poll, which may have failed for this metric (a collector
+		 * caught mid-publish) */
 		if (n)
 			m->last_start = ns.starts[0];
 		n = 0;
+		m->needs_base = false;
 	}
 	for (uint32_t k = n; rc == 0 && k-- > 0;)
 		rc = add_interval(e, b, id, k, ns.starts[k]);
@@ -206,6 +211,7 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 		if (!m->followed) {
 			tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
 			m->followed = true;
+			m->needs_base = !b->polled; /* later ones are new: all of them counts */
 		}
 		int rc = follow_metric(e, b, id);
 		if (rc == -ENOMEM)
