@@ -55,7 +55,12 @@ struct bus {
 	const tb_seg *seg;
 	char name[TB_SEG_PATH_MAX];
 	bool polled; /* the first poll (the baseline) is done */
-	struct metric *metrics; /* metric_capacity */
+	struct metric *metrics; /* metric_capacity of seg */
+	uint32_t nmetrics;      /* ... as it was when metrics was made */
+	/* a replaced file's metrics, whose sums go on under their names
+	 * (tb_prom_export_replace_bus) */
+	struct metric *retired;
+	uint32_t nretired;
 	double dropped;
 	double gap_s; /* the newest added interval's longest drain gap */
 	int64_t gap_start;
@@ -94,10 +99,56 @@ int tb_prom_export_add_bus(tb_prom_export *e, const tb_seg *seg, const char *nam
 	b->metrics = calloc(seg->layout.metric_capacity, sizeof(*b->metrics));
 	if (!b->metrics)
 		return -ENOMEM;
+	b->nmetrics = seg->layout.metric_capacity;
 	b->seg = seg;
 	snprintf(b->name, sizeof(b->name), "%s", name);
 	e->nbus++;
 	return 0;
+}
+
+static void free_metrics(struct metric *m, uint32_t n)
+{
+	for (uint32_t id = 0; m && id < n; id++)
+		tb_hist_free(&m[id].hist);
+	free(m);
+}
+
+int tb_prom_export_replace_bus(tb_prom_export *e, const tb_seg *seg)
+{
+	for (size_t i = 0; i < e->nbus; i++) {
+		struct bus *b = &e->bus[i];
+		if (b->seg != seg)
+			continue;
+		struct metric *fresh = calloc(seg->layout.metric_capacity, sizeof(*fresh));
+		if (!fresh)
+			return -ENOMEM;
+		/* a metric of the file before last that never came back is let go */
+		free_metrics(b->retired, b->nretired);
+		b->retired = b->metrics;
+		b->nretired = b->nmetrics;
+		b->metrics = fresh;
+		b->nmetrics = seg->layout.metric_capacity;
+		b->polled = true; /* no baseline: everything in the new file is new */
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* A metric of a replaced file with m's name: its sums carried into m, and
+ * its place in the retired list emptied. */
+static void carry_retired(struct bus *b, struct metric *m)
+{
+	for (uint32_t id = 0; id < b->nretired; id++) {
+		struct metric *r = &b->retired[id];
+		if (!r->followed || strcmp(r->name, m->name) != 0)
+			continue;
+		int64_t last = m->last_start;
+		*m = *r;
+		m->last_start = last;
+		m->needs_base = false;
+		memset(r, 0, sizeof(*r));
+		return;
+	}
 }
 
 static void count_drops(struct bus *b, const tb_live_interval *iv)
@@ -212,6 +263,7 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 			tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
 			m->followed = true;
 			m->needs_base = !b->polled; /* later ones are new: all of them counts */
+			carry_retired(b, m);
 		}
 		int rc = follow_metric(e, b, id);
 		if (rc == -ENOMEM)
@@ -241,9 +293,8 @@ void tb_prom_export_free(tb_prom_export *e)
 	if (!e)
 		return;
 	for (size_t i = 0; i < e->nbus; i++) {
-		for (uint32_t id = 0; id < e->bus[i].seg->layout.metric_capacity; id++)
-			tb_hist_free(&e->bus[i].metrics[id].hist);
-		free(e->bus[i].metrics);
+		free_metrics(e->bus[i].metrics, e->bus[i].nmetrics);
+		free_metrics(e->bus[i].retired, e->bus[i].nretired);
 	}
 	tb_hist_free(&e->scratch);
 	free(e);

@@ -31,6 +31,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "../lib/sigchain.h"
 #include "guard.h"
 #include "tailbus/producer.h"
 
@@ -129,20 +130,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	bool ok = repair(si->si_addr);
 	errno = saved;
-	if (ok)
-		return;
-	if ((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction) {
-		previous.sa_sigaction(sig, si, uc);
-	} else if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler != SIG_DFL &&
-		   previous.sa_handler != SIG_IGN) {
-		previous.sa_handler(sig);
-	} else {
-		/* the default action when the fault recurs (a SIGBUS from a
-		 * fault cannot be ignored either) */
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		sigemptyset(&dfl.sa_mask);
-		sigaction(sig, &dfl, NULL);
-	}
+	if (!ok)
+		tb__sigchain(&previous, sig, si, uc);
 }
 
 int tb_guard_segment_faults(void)

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,7 @@
 #include "tailbus/bus.h"
 #include "tailbus/cpus.h"
 #include "tailbus/prom_export.h"
+#include "tailbus/read_guard.h"
 #include "tailbus/segment.h"
 
 #define VERB "export"
@@ -276,6 +278,7 @@ static int open_buses(const struct options *o, tb_seg *segs, tb_prom_export *exp
 			tb_cli_error(VERB, "bus '%s': %s (%s)", o->bus[i], why, strerror(-rc));
 			return rc;
 		}
+		(void)tb_read_guard_add(&segs[i]); /* a file cut under us: zeros, then mapped afresh */
 		rc = tb_prom_export_add_bus(exp, &segs[i], o->bus[i]);
 		if (rc < 0) {
 			tb_cli_error(VERB, "bus '%s': %s", o->bus[i], strerror(-rc));
@@ -329,7 +332,40 @@ static void keep_off_drains(const tb_seg *segs, int nbus, struct cpu_watch *w)
 
 /* Poll until a signal; say when the live areas cannot be read, and when
  * they can again; once a second, follow the drain threads' CPUs. */
-static void poll_loop(struct server *srv, const struct options *o, const tb_seg *segs,
+/* A segment file cut under the exporter (the read guard covered a fault
+ * with zeros) is mapped afresh; one replaced by tailbusd --fresh (another
+ * file at its path, looked for only while its collector is not serving, so
+ * a healthy poll makes no system call) is followed, each metric's sums
+ * going on under its name. The swap is under the server's lock: the HTTP
+ * thread renders from the same segments. */
+static void follow_segments(struct server *srv, const struct options *o, tb_seg *segs)
+{
+	for (int i = 0; i < o->nbus; i++) {
+		bool cut = tb_read_guard_cut(&segs[i]), other = false;
+		if (cut || tb_bus_collector_state((const tb_seg_header *)segs[i].base, mono_ns(), NULL) !=
+				   TB_COLLECTOR_SERVING) {
+			struct stat now, ours;
+			other = stat(segs[i].path, &now) == 0 && fstat(segs[i].fd, &ours) == 0 &&
+				(now.st_ino != ours.st_ino || now.st_dev != ours.st_dev);
+		}
+		tb_seg fresh;
+		const char *why = NULL;
+		if ((!cut && !other) || tb_seg_open(&fresh, o->dir, o->bus[i], NULL, TB_SEG_READONLY, &why) < 0)
+			continue; /* a cut not yet mended: looked at again next time */
+		pthread_mutex_lock(&srv->lock);
+		tb_read_guard_remove(&segs[i]);
+		tb_seg_close(&segs[i]);
+		segs[i] = fresh;
+		(void)tb_read_guard_add(&segs[i]);
+		int rc = other ? tb_prom_export_replace_bus(srv->exp, &segs[i]) : 0;
+		pthread_mutex_unlock(&srv->lock);
+		tb_cli_error(VERB, "bus '%s': its segment file was %s; mapped afresh%s", o->bus[i],
+			     other ? "replaced (tailbusd --fresh?)" : "cut under the exporter",
+			     rc < 0 ? " (out of memory: its sums start again)" : "");
+	}
+}
+
+static void poll_loop(struct server *srv, const struct options *o, tb_seg *segs,
 		      struct cpu_watch *cpus)
 {
 	int last = 0;
@@ -338,6 +374,7 @@ static void poll_loop(struct server *srv, const struct options *o, const tb_seg 
 	while (!stop) {
 		if (cpus && ++n % (polls_a_second > 0 ? polls_a_second : 1) == 0)
 			keep_off_drains(segs, o->nbus, cpus);
+		follow_segments(srv, o, segs);
 		pthread_mutex_lock(&srv->lock);
 		int rc = tb_prom_export_poll(srv->exp);
 		pthread_mutex_unlock(&srv->lock);
@@ -375,6 +412,7 @@ int tb_cmd_export(int argc, char **argv)
 	tb_seg segs[BUSES_MAX];
 	memset(segs, 0, sizeof(segs));
 	int exit_status = TB_EXIT_INPUT;
+	(void)tb_read_guard_install();
 	if (open_buses(&o, segs, srv.exp) < 0)
 		goto out;
 	tb_prom_export_poll(srv.exp); /* the baseline, before the first scrape */
@@ -407,6 +445,7 @@ int tb_cmd_export(int argc, char **argv)
 out:
 	tb_prom_export_free(srv.exp);
 	for (int i = 0; i < o.nbus; i++) {
+		tb_read_guard_remove(&segs[i]);
 		if (segs[i].base)
 			tb_seg_close(&segs[i]);
 	}

@@ -32,6 +32,13 @@ int tb_prom_export_new(tb_prom_export **out, const char *host, int schema);
 /* Follow a bus the caller opened (read-only is enough) and keeps open while
  * the exporter lives; `bus` is its label value. Returns 0 or -ENOMEM. */
 int tb_prom_export_add_bus(tb_prom_export *e, const tb_seg *seg, const char *bus);
+/* The segment `seg` (one added before, the same tb_seg) now maps another
+ * file of the bus: `tailbus export` opened it afresh after the file was
+ * replaced (tailbusd --fresh). Metric ids may differ in it: each metric's
+ * sums go on under its name when that name appears in the new file, which
+ * is read from its first interval (all of it is new). Returns 0, -ENOENT
+ * (not added) or -ENOMEM. */
+int tb_prom_export_replace_bus(tb_prom_export *e, const tb_seg *seg);
 /* Add every interval published since the last poll. Returns 0, or the first
  * error of a live read (-EAGAIN: a collector stuck mid-write; the others
  * are still followed), or -ENOMEM. */

@@ -34,6 +34,7 @@
 #include "cli.h"
 #include "tailbus/bus.h"
 #include "tailbus/live.h"
+#include "tailbus/read_guard.h"
 #include "top.h"
 
 int64_t top_bus_interval_ns(const struct top_bus *b)
@@ -68,6 +69,10 @@ int top_bus_open(struct top_bus *b, const struct top_options *o)
 			     "names another directory)", o->bus, dirs);
 	} else if (rc < 0) {
 		tb_cli_error(TOP_VERB, "bus '%s': %s (%s)", o->bus, why, strerror(-rc));
+	} else {
+		/* a file cut under us: zeros where it was, then mapped afresh */
+		(void)tb_read_guard_install();
+		(void)tb_read_guard_add(&b->seg);
 	}
 	return rc;
 }
@@ -190,25 +195,30 @@ static void bus_header(struct top_bus *b, struct top_snap *sn)
 
 /* `tailbusd --fresh` replaces the segment file: follow the new one, like
  * tail -F. Looked at only while the mapped segment's collector seems gone, so
- * a healthy refresh makes no system call. */
-static void bus_follow_replacement(struct top_bus *b, const struct top_options *o)
+ * a healthy refresh makes no system call. A file cut under us (the read
+ * guard covered a fault with zeros) is mapped afresh even when it is the
+ * same file. */
+static void bus_follow_replacement(struct top_bus *b, const struct top_options *o, bool cut)
 {
 	struct stat now, ours;
-	if (stat(b->seg.path, &now) < 0 || fstat(b->seg.fd, &ours) < 0 ||
-	    (now.st_ino == ours.st_ino && now.st_dev == ours.st_dev))
+	if (!cut && (stat(b->seg.path, &now) < 0 || fstat(b->seg.fd, &ours) < 0 ||
+		     (now.st_ino == ours.st_ino && now.st_dev == ours.st_dev)))
 		return;
 	tb_seg fresh;
 	const char *why;
 	if (tb_seg_open(&fresh, o->dir, o->bus, NULL, TB_SEG_READONLY, &why) < 0)
 		return;
+	tb_read_guard_remove(&b->seg);
 	tb_seg_close(&b->seg);
 	b->seg = fresh;
+	(void)tb_read_guard_add(&b->seg);
 }
 
 int top_bus_snapshot(struct top_bus *b, const struct top_options *o, struct top_snap *sn)
 {
-	if (!bus_collector_alive(b))
-		bus_follow_replacement(b, o);
+	bool cut = tb_read_guard_cut(&b->seg);
+	if (cut || !bus_collector_alive(b))
+		bus_follow_replacement(b, o, cut);
 	sn->source = o->bus;
 	sn->window_cap = b->seg.layout.live_intervals;
 	b->published_seen = tb_bus_intervals_published(&b->seg);
@@ -226,5 +236,6 @@ bool top_bus_new_interval(const struct top_bus *b)
 
 void top_bus_close(struct top_bus *b)
 {
+	tb_read_guard_remove(&b->seg);
 	tb_seg_close(&b->seg);
 }
