@@ -3,11 +3,13 @@
 
    prom_hostile.py HOST PORT CONNECTIONS
 
-While holding CONNECTIONS idle connections open, a slow-loris client (one
-header byte at a time) and a client that never reads its response, it sends
-malformed requests (garbage, a bad request line, binary bytes, a header
-block of 1 MiB, a POST, a bad path) and checks after each that a well-formed
-GET of /metrics from a fresh connection is answered 200 within
+While one address (IDLE_FROM) tries to hold CONNECTIONS idle connections
+open (the exporter keeps PER_IP of them at most and closes the rest), and
+another (BAD_FROM) runs a slow-loris client (one header byte at a time) and
+clients that never read their responses, it sends malformed requests
+(garbage, a bad request line, binary bytes, a header block of 1 MiB, a
+POST, a bad path) and checks after each that a well-formed GET of /metrics
+from a fresh connection of HOST's own address is answered 200 within
 ANSWER_SECONDS. Prints one line per check; exits 1 if any failed.
 """
 import resource
@@ -18,6 +20,9 @@ import time
 
 ANSWER_SECONDS = 5
 HUGE_HEADER = 1 << 20
+PER_IP = 256  # tools/export.c's PER_IP_LIMIT
+IDLE_FROM = ('127.0.0.2', 0)  # other addresses of the loopback
+BAD_FROM = ('127.0.0.3', 0)
 
 
 def get_metrics(host, port):
@@ -47,8 +52,19 @@ def send_raw(host, port, payload):
         return b''
 
 
+def closed_by_server(s):
+    """Whether the server closed s (EOF waiting), without blocking."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK) == b''
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 def slow_loris(host, port, stop):
-    s = socket.create_connection((host, port))
+    s = socket.create_connection((host, port), source_address=BAD_FROM)
     s.sendall(b'GET /metrics HTTP/1.1\r\n')
     while not stop.is_set():
         try:
@@ -73,18 +89,21 @@ def main():
     idle = []
     for _ in range(conns):
         try:
-            idle.append(socket.create_connection((host, port), timeout=ANSWER_SECONDS))
-        except OSError as e:
-            check('open idle connection %d (%s)' % (len(idle), e), False)
-            break
-    check('%d idle connections held' % len(idle), len(idle) == conns)
+            idle.append(socket.create_connection((host, port), timeout=ANSWER_SECONDS,
+                                                 source_address=IDLE_FROM))
+        except OSError:
+            pass  # refused outright: as good as closed
+    time.sleep(1)
+    held = sum(1 for s in idle if not closed_by_server(s))
+    check('one address holds at most %d connections (%d of %d tried)' % (PER_IP, held, conns),
+          0 < held <= PER_IP)
 
     stop = threading.Event()
     loris = threading.Thread(target=slow_loris, args=(host, port, stop))
     loris.start()
     # a client that asks and never reads: its response waits in its socket
     for _ in range(20):
-        s = socket.create_connection((host, port))
+        s = socket.create_connection((host, port), source_address=BAD_FROM)
         s.sendall(b'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' * 50)
         idle.append(s)
 

@@ -17,8 +17,9 @@
  * CONNECTION_TIMEOUT_S is closed; a request whose headers pass
  * CONNECTION_MEMORY bytes is refused by libmicrohttpd; at most
  * CONNECTION_LIMIT connections are open at once (the open-files limit is
- * raised to its hard limit to allow them). Only GET and HEAD of /metrics
- * are served.
+ * raised to its hard limit to allow them), and at most PER_IP_LIMIT from
+ * one address, so that one client cannot hold them all and lock every
+ * Prometheus out. Only GET and HEAD of /metrics are served.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,6 +48,7 @@
 #define BUSES_MAX 64
 #define CONNECTION_TIMEOUT_S 10
 #define CONNECTION_LIMIT 4096
+#define PER_IP_LIMIT 256
 /* libmicrohttpd's per-connection pool: the request line and headers must fit. */
 #define CONNECTION_MEMORY (32 * 1024)
 #define LISTEN_BACKLOG 1024
@@ -264,6 +266,7 @@ static struct MHD_Daemon *start_http(struct server *srv, const struct sockaddr_s
 				MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_IP_LIMIT,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
 				MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)LISTEN_BACKLOG,
 				MHD_OPTION_END);
