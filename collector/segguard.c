@@ -252,6 +252,22 @@ static void quarantine_ring(tb_collector *c, uint32_t i, bool lost, const char *
 	}
 }
 
+/* A ring quarantined before a later cut zeroed its slot line or ring
+ * header: its state, owner and the index that reads as full, as
+ * quarantine_ring left them. */
+static void requarantine(tb_collector *c, uint32_t i)
+{
+	tb_slot_follow *f = &c->slots[i];
+	tb_slot *s = tb_seg_slot(&c->seg, i);
+	if (s->pid == 0) {
+		s->pid = f->pid;
+		s->pid_start_time = f->pid_start_time;
+	}
+	uint32_t full = f->cons + 2 * c->seg.layout.ring_capacity + 1;
+	__atomic_store_n(&tb_seg_ring(&c->seg, i)->c_head, full, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
+}
+
 /* What lay past the cut is zeros now: the header and the metric entries
  * this collector has seen are its to write back; a followed slot whose
  * identity, ring or lanes were cut is no longer one its producer and we
@@ -282,8 +298,15 @@ static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 				reset_free(c, i);
 			continue;
 		}
-		if (__atomic_load_n(&f->quarantined, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&f->quarantined, __ATOMIC_ACQUIRE)) {
+			/* quarantined before, and cut again: its slot line and
+			 * full-reading index written back, else it would read as
+			 * FREE to the next producer, over a ring no one reads */
+			if (!lost && (cut_ring || past(cut, l->slots_off + (uint64_t)i * sizeof(tb_slot),
+						       sizeof(tb_slot))))
+				requarantine(c, i);
 			continue;
+		}
 		if (lost || past(cut, l->slots_off + (uint64_t)i * sizeof(tb_slot), sizeof(tb_slot)) ||
 		    past(cut, l->rings_off + (uint64_t)i * l->ring_stride, l->ring_stride) ||
 		    (l->fold_lanes && past(cut, l->folds_off + (uint64_t)i * l->fold_stride, l->fold_stride))) {

@@ -68,7 +68,7 @@ load_units() {
 	status 0 "$TAILBUS" load --bus $BUS --dir "$tmp/$BUS/seg" --rate 2000 --duration 1s \
 		--warmup 100ms --stall-every 500ms --stall-ns 1ms --service-ns 2us --json || return 1
 	cp "$tmp/out" "$tmp/load.json"
-	expect_eq collector "$(json_get "$tmp/load.json" collector)" True &&
+	expect_eq collector_running "$(json_get "$tmp/load.json" collector_running)" True &&
 		expect_eq duration_ns "$(json_get "$tmp/load.json" duration_ns)" 1000000000 &&
 		expect_eq warmup_ns "$(json_get "$tmp/load.json" warmup_ns)" 100000000 &&
 		expect_eq stall_every_ns "$(json_get "$tmp/load.json" stall_every_ns)" 500000000 &&
