@@ -136,16 +136,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 
 int tb_guard_segment_faults(void)
 {
-	if (__atomic_exchange_n(&installed, 1, __ATOMIC_ACQ_REL))
-		return 0;
-	struct sigaction sa = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO};
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGBUS, &sa, &previous) < 0) {
-		int rc = -errno;
-		__atomic_store_n(&installed, 0, __ATOMIC_RELEASE);
-		return rc;
-	}
-	return 0;
+	return tb__sigbus_install(&installed, &previous, on_sigbus);
 }
 
 uint64_t tb_guard_repairs(void)
