@@ -39,8 +39,7 @@ static listed *find(const uint8_t *base)
 
 int tb_read_guard_add(const tb_seg *s)
 {
-	long small = sysconf(_SC_PAGESIZE);
-	size_t page = s->layout.page_size > 0 ? (size_t)s->layout.page_size : (size_t)(small > 0 ? small : 4096);
+	size_t page = tb_seg_fault_page(s->fd);
 	for (int k = 0; k < TB_READ_GUARD_SEGMENTS; k++) {
 		uint8_t *none = NULL;
 		if (__atomic_load_n(&table[k].base, __ATOMIC_RELAXED) ||

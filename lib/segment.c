@@ -506,6 +506,17 @@ int tb_seg_unlink(const char *dir, const char *bus)
 	return rc;
 }
 
+size_t tb_seg_fault_page(int fd)
+{
+	struct statfs fs;
+	long small = sysconf(_SC_PAGESIZE);
+	size_t page = small > 0 ? (size_t)small : 4096;
+	if (fstatfs(fd, &fs) == 0 && (unsigned long)fs.f_type == HUGETLBFS_MAGIC && fs.f_bsize > 0 &&
+	    ((size_t)fs.f_bsize & ((size_t)fs.f_bsize - 1)) == 0)
+		page = (size_t)fs.f_bsize;
+	return page;
+}
+
 bool tb_proc_exists(pid_t pid)
 {
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);

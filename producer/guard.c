@@ -28,12 +28,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../lib/sigchain.h"
 #include "guard.h"
 #include "tailbus/producer.h"
+#include "tailbus/segment.h"
 
 typedef struct guarded {
 	uint8_t *base; /* NULL: a free entry */
@@ -52,12 +52,7 @@ static uint8_t *last_placed;
 
 void tb__guard_add(uint8_t *base, size_t size, int fd)
 {
-	struct statfs fs;
-	long small = sysconf(_SC_PAGESIZE);
-	size_t page = small > 0 ? (size_t)small : 4096;
-	if (fstatfs(fd, &fs) == 0 && fs.f_bsize > 0 && (size_t)fs.f_bsize > page &&
-	    ((size_t)fs.f_bsize & ((size_t)fs.f_bsize - 1)) == 0)
-		page = (size_t)fs.f_bsize; /* hugetlbfs: its huge page */
+	size_t page = tb_seg_fault_page(fd);
 	for (int k = 0; k < TB_GUARD_SEGMENTS; k++) {
 		uint8_t *none = NULL;
 		if (__atomic_load_n(&table[k].base, __ATOMIC_RELAXED))
