@@ -236,10 +236,9 @@ static void count_expired(void *ctx, uint16_t metric, bool was_start)
 		c->closer.expired[metric].unmatched_end++;
 }
 
-/* The scan of the whole join table runs here, off the drain threads; they
- * wait for the lock only if a START or END comes meanwhile. */
-/* In chunks, the lock let go between them: a drain thread that meets a
- * START or END waits for one chunk at most, not a pass over the table. */
+/* The scan of the join table runs here, off the drain threads, in chunks
+ * with the lock let go between them: a drain thread that meets a START or
+ * END meanwhile waits for one chunk at most, not a pass over the table. */
 void tb_closer_expire(tb_collector *c, int64_t now)
 {
 	uint32_t at = 0;

@@ -225,37 +225,9 @@ static void restore_header(tb_collector *c, size_t len)
 	__atomic_store_n(&h->magic, TB_SEG_MAGIC, __ATOMIC_RELEASE);
 }
 
-/* Followed slot i can no longer be read: quarantined, its consumer index
- * (unless the bus is lost) set to read as full. */
-static void quarantine_ring(tb_collector *c, uint32_t i, bool lost, const char *reason)
-{
-	tb_slot_follow *f = &c->slots[i];
-	tb_slot *s = tb_seg_slot(&c->seg, i);
-	if (s->pid == 0) { /* its identity was cut too: ours, for housekeeping */
-		s->pid = f->pid;
-		s->pid_start_time = f->pid_start_time;
-	}
-	tb_slots_quarantine(c, i, reason);
-	/* The producer writes up to the stop it last computed without
-	 * a look at the ring (at most a ring of events, which no one
-	 * reads: lost, though its stats count them written); from its
-	 * next look on, the ring must read as full so that what follows
-	 * is folded or dropped and counted. It writes at most a ring
-	 * past our index, so an index a ring and more past that reads
-	 * as full to it (a bad index reads as full, producer.c). */
-	if (!lost) {
-		uint32_t full = f->cons + 2 * c->seg.layout.ring_capacity + 1;
-		__atomic_store_n(&tb_seg_ring(&c->seg, i)->c_head, full, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&c->slot_lock);
-		tb_accounts_moved(c, i, full);
-		pthread_mutex_unlock(&c->slot_lock);
-	}
-}
-
-/* A ring quarantined before a later cut zeroed its slot line or ring
- * header: its state, owner and the index that reads as full, as
- * quarantine_ring left them. */
-static void requarantine(tb_collector *c, uint32_t i)
+/* Slot i's owner, where a cut zeroed it: written back from what the
+ * collector followed, for housekeeping. */
+static void restore_owner(tb_collector *c, uint32_t i)
 {
 	tb_slot_follow *f = &c->slots[i];
 	tb_slot *s = tb_seg_slot(&c->seg, i);
@@ -263,9 +235,44 @@ static void requarantine(tb_collector *c, uint32_t i)
 		s->pid = f->pid;
 		s->pid_start_time = f->pid_start_time;
 	}
-	uint32_t full = f->cons + 2 * c->seg.layout.ring_capacity + 1;
+}
+
+/* The consumer index that makes ring i read as full to its producer, which
+ * writes up to the stop it last computed without a look at the ring (at
+ * most a ring of events, which no one reads: lost, though its stats count
+ * them written); from its next look on, what follows is folded or dropped
+ * and counted. It writes at most a ring past our index, so an index a ring
+ * and more past that reads as full to it (a bad index reads as full,
+ * producer.c). Returns that index. */
+static uint32_t read_as_full(tb_collector *c, uint32_t i)
+{
+	uint32_t full = c->slots[i].cons + 2 * c->seg.layout.ring_capacity + 1;
 	__atomic_store_n(&tb_seg_ring(&c->seg, i)->c_head, full, __ATOMIC_RELEASE);
-	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
+	return full;
+}
+
+/* Followed slot i can no longer be read: quarantined, its consumer index
+ * (unless the bus is lost) set to read as full. */
+static void quarantine_ring(tb_collector *c, uint32_t i, bool lost, const char *reason)
+{
+	restore_owner(c, i);
+	tb_slots_quarantine(c, i, reason);
+	if (!lost) {
+		uint32_t full = read_as_full(c, i);
+		pthread_mutex_lock(&c->slot_lock);
+		tb_accounts_moved(c, i, full);
+		pthread_mutex_unlock(&c->slot_lock);
+	}
+}
+
+/* A ring quarantined before a later cut zeroed its slot line or ring
+ * header: its owner, full-reading index and state, as quarantine_ring left
+ * them (its accounts were moved to that index then: it is read no more). */
+static void requarantine(tb_collector *c, uint32_t i)
+{
+	restore_owner(c, i);
+	read_as_full(c, i);
+	__atomic_store_n(&tb_seg_slot(&c->seg, i)->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
 }
 
 /* What lay past the cut is zeros now: the header and the metric entries

@@ -70,8 +70,8 @@ int tb_bus_collector_state(const tb_seg_header *shared, int64_t now_mono_ns, con
 		state = TB_COLLECTOR_STOPPED;
 		sentence = "the bus's collector has stopped: its events wait in the ring until "
 			   "tailbusd serves it again";
-	} else if (heartbeat_age(now_mono_ns, beat) < 0 ||
-		   heartbeat_age(now_mono_ns, beat) > TB_COLLECTOR_SILENT_NS) {
+	} else if ((uint64_t)heartbeat_age(now_mono_ns, beat) > (uint64_t)TB_COLLECTOR_SILENT_NS) {
+		/* as unsigned, an age from the future (negative) is past any limit */
 		state = TB_COLLECTOR_SILENT;
 		sentence = "the bus's collector has not been heard from for 2 s or more "
 			   "(stopped by a signal, stuck or killed)";
