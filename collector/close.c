@@ -139,7 +139,7 @@ static int slot_rows(tb_collector *c, int bank, double start, const uint64_t *dr
 			if (*p == ',' || *p < ' ')
 				*p = '_';
 		}
-		snprintf(name, sizeof(name), "ring%u:%d:%s%s", i, (int)f->pid, thread,
+		snprintf(name, sizeof(name), "ring%u:%d:%s%s", i, (int)f->owner.pid, thread,
 			 quarantined ? ":quarantined" : "");
 		tb_metric_counts mc = {.events = t->events + t->folded, .folded = t->folded};
 		sidecar_extra x = no_extra;

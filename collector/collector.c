@@ -91,14 +91,15 @@ static int attached_producers(const tb_collector_config *cfg, int32_t *pid)
 	if (tb_seg_open(&s, cfg->dir, cfg->bus, &look, TB_SEG_READONLY, NULL) < 0)
 		return 0;
 	int n = 0;
+	uint64_t own_ns = tb_pid_namespace();
 	for (uint32_t i = 0; i < s.layout.slot_count; i++) {
 		const tb_slot *slot = tb_seg_slot(&s, i);
 		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
-		int32_t owner = slot->pid;
-		if ((state != TB_SLOT_LIVE && state != TB_SLOT_CLAIMED) || owner <= 0 ||
-		    (kill(owner, 0) < 0 && errno == ESRCH))
+		tb_owner owner = {slot->pid, slot->pid_start_time, slot->pid_ns};
+		if ((state != TB_SLOT_LIVE && state != TB_SLOT_CLAIMED) ||
+		    tb_owner_check(&owner, own_ns, s.fd, i, false) != TB_OWNER_RUNS)
 			continue;
-		*pid = owner;
+		*pid = owner.pid;
 		n++;
 	}
 	tb_seg_close(&s);
@@ -232,6 +233,7 @@ static int open_collector(tb_collector *c, const tb_collector_config *cfg, const
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->lock_fd = -1;
+	c->pid_ns = tb_pid_namespace();
 	c->seg.fd = -1; /* not opened yet: a refusal before it closes nothing */
 	c->seg_cut_at = UINT64_MAX;
 	c->seg_watch = -1;

@@ -60,6 +60,7 @@
 #include "evict.h"
 #include "join.h"
 #include "tailbus/hist.h"
+#include "tailbus/owner.h"
 #include "tailbus/segment.h"
 #include "writer.h"
 
@@ -206,9 +207,8 @@ typedef struct tb_slot_follow {
 	bool folds_unsure;      /* followed since its lanes were last read: read them all */
 	uint32_t generation;
 	uint32_t cons; /* our consumer index: the authoritative one */
-	int32_t pid;
-	uint64_t pid_start_time;
-	uint32_t owner_looks;   /* owner_alive() calls: each tenth reads the start time */
+	tb_owner owner;       /* as the producer wrote it: untrusted */
+	uint32_t owner_looks; /* owner_of() calls: each tenth reads the start time */
 	int64_t stuck_since_ns; /* housekeeping: since when the slot looks impossible (0: not) */
 	uint32_t stuck_state;   /* ... in this state word */
 	int64_t partial_after_ns; /* monotonic: a whole-batch pass reads it short again from then */
@@ -361,6 +361,7 @@ typedef struct tb_collector {
 	int64_t *fold_value;    /* per fold lane count index: the value its events are recorded at */
 	uint8_t *metric_ready;  /* per metric id (TB_MAX_METRICS): 1 once seen READY */
 	int64_t clock_offset_ns; /* realtime - monotonic, measured at start */
+	uint64_t pid_ns;         /* our PID namespace (tailbus/owner.h), read at start */
 	/* Tests only: every event through record_slow(), none through the drain's
 	 * fast path, to check the two record alike. */
 	bool decode_only;

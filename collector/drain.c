@@ -499,6 +499,7 @@ static void release_slot(tb_drainer *d, uint32_t i)
 	s->pid = 0;
 	s->tid = 0;
 	s->pid_start_time = 0;
+	s->pid_ns = 0;
 	s->attached_ns = 0; /* the next claim is judged from its own (slots.c) */
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }

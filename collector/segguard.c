@@ -232,8 +232,9 @@ static void restore_owner(tb_collector *c, uint32_t i)
 	tb_slot_follow *f = &c->slots[i];
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	if (s->pid == 0) {
-		s->pid = f->pid;
-		s->pid_start_time = f->pid_start_time;
+		s->pid = f->owner.pid;
+		s->pid_start_time = f->owner.start_time;
+		s->pid_ns = f->owner.pid_ns;
 	}
 }
 

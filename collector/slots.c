@@ -35,11 +35,12 @@
  * has died in tb_attach. */
 #define CLAIM_TIMEOUT_NS 1000000000LL
 
-/* Whether the slot's owner still runs. kill(pid, 0) says in a microsecond
- * whether the pid is gone; whether it is still the owner's, not reused,
- * takes its start time from /proc/<pid>/stat, so that is read only every
- * OWNER_RECHECK'th look: a pid is reused only after its owner died, and
- * noticing that within a second is soon enough. */
+/* Whether the slot's owner still runs (tailbus/owner.h). kill(pid, 0) says
+ * in a microsecond whether the pid is gone; whether it is still the
+ * owner's, not reused, takes its start time from /proc/<pid>/stat, so that
+ * is read only every OWNER_RECHECK'th look: a pid is reused only after its
+ * owner died, and noticing that within a second is soon enough. An owner
+ * in another PID namespace is judged by its owner lock, one fcntl a look. */
 #define OWNER_RECHECK 10
 /* How long a slot may look impossible before it is reclaimed: twenty
  * housekeeping rounds, far longer than any honest transition takes. */
@@ -54,41 +55,32 @@ void tb_slots_quarantine(tb_collector *c, uint32_t i, const char *reason)
 	__atomic_store_n(&f->quarantined, true, __ATOMIC_RELEASE);
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
-	fprintf(stderr, "tailbusd: ring %u (pid %d) quarantined: %s\n", i, (int)f->pid, reason);
+	fprintf(stderr, "tailbusd: ring %u (pid %d) quarantined: %s\n", i, (int)f->owner.pid, reason);
 }
 
 /* Take the slot's owner as the producer wrote it (untrusted: used only to
  * see whether it still runs). */
 static void take_owner(tb_slot_follow *f, const tb_slot *s)
 {
-	f->pid = s->pid;
-	f->pid_start_time = s->pid_start_time;
+	f->owner.pid = s->pid;
+	f->owner.start_time = s->pid_start_time;
+	f->owner.pid_ns = s->pid_ns;
 	f->owner_looks = 0;
 }
 
-/* Whether the process the slot names is the one that claimed it: gone (no
- * such pid), runs, or an impostor (a pid that runs but started at another
- * time than the slot says: reused, or scribbled; a start time never
- * written counts so, as every producer writes its own when it claims the
- * slot). A pid that runs but whose start time cannot be read (/proc
- * mounted with hidepid and the producer another user's, or no descriptor
- * left) is taken as the owner: freeing a ring its producer still writes
- * would let a second producer claim it, while a slot kept for a reused pid
- * is freed once that process ends. */
-enum owner { OWNER_RUNS, OWNER_GONE, OWNER_IMPOSTOR };
-
-static enum owner owner_of(tb_slot_follow *f)
+/* Whether the process the slot names is the one that claimed it: gone,
+ * runs, or an impostor (a pid that runs but started at another time than
+ * the slot says: reused, or scribbled; a start time never written counts
+ * so, as every producer writes its own when it claims the slot). A pid
+ * that runs but whose start time cannot be read (/proc mounted with
+ * hidepid and the producer another user's, or no descriptor left) is taken
+ * as the owner: freeing a ring its producer still writes would let a
+ * second producer claim it, while a slot kept for a reused pid is freed
+ * once that process ends. */
+static enum tb_owner_state owner_of(const tb_collector *c, tb_slot_follow *f, uint32_t i)
 {
-	if (f->pid <= 0)
-		return OWNER_GONE;
-	if (kill(f->pid, 0) < 0 && errno == ESRCH)
-		return OWNER_GONE;
-	if (f->owner_looks++ % OWNER_RECHECK != 0)
-		return OWNER_RUNS;
-	uint64_t start = tb_proc_start_time(f->pid);
-	if (start == 0)
-		return OWNER_RUNS; /* cannot tell: kill() says it runs */
-	return start == f->pid_start_time ? OWNER_RUNS : OWNER_IMPOSTOR;
+	bool check_start = f->owner_looks++ % OWNER_RECHECK == 0;
+	return tb_owner_check(&f->owner, c->pid_ns, c->seg.fd, i, check_start);
 }
 
 bool tb_slots_hint_in_range(const tb_collector *c, const tb_slot_follow *f, uint32_t i,
@@ -191,7 +183,7 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		return; /* asked already */
 	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	bool followed = __atomic_load_n(&f->followed, __ATOMIC_ACQUIRE);
-	enum owner owner = OWNER_RUNS;
+	enum tb_owner_state owner = TB_OWNER_RUNS;
 	if (state != TB_SLOT_CLAIMED && state <= TB_SLOT_QUARANTINED)
 		f->stuck_since_ns = 0;
 	switch (state) {
@@ -199,10 +191,10 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		/* (a header scribbled on is the holder's to see: drain.c) */
 		if (followed && f->generation != s->generation)
 			ask(c, i, TB_RELEASE_REFOLLOW);
-		else if (followed && (owner = owner_of(f)) == OWNER_IMPOSTOR)
+		else if (followed && (owner = owner_of(c, f, i)) == TB_OWNER_IMPOSTOR)
 			reclaim(c, i, "its pid %llu runs, but is not the process that claimed it",
-				(unsigned long long)f->pid);
-		else if (followed && owner == OWNER_GONE)
+				(unsigned long long)f->owner.pid);
+		else if (followed && owner == TB_OWNER_GONE)
 			ask(c, i, TB_RELEASE_FREE);
 		break;
 	case TB_SLOT_DETACHED:
@@ -215,8 +207,10 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		 * stuck rule takes one that never finishes). Times from the
 		 * segment are subtracted as unsigned: any value is defined. */
 		uint64_t attached = __atomic_load_n(&s->attached_ns, __ATOMIC_ACQUIRE);
+		tb_owner claimer = {__atomic_load_n(&s->pid, __ATOMIC_RELAXED), 0,
+				    __atomic_load_n(&s->pid_ns, __ATOMIC_RELAXED)};
 		if (attached && (int64_t)((uint64_t)now - attached) > CLAIM_TIMEOUT_NS &&
-		    !tb_proc_exists(__atomic_load_n(&s->pid, __ATOMIC_RELAXED)))
+		    tb_owner_check(&claimer, c->pid_ns, c->seg.fd, i, false) == TB_OWNER_GONE)
 			ask(c, i, TB_RELEASE_FREE);
 		else if (stuck(f, state, now))
 			reclaim(c, i, "claimed for 2 s and never published (by pid %llu)",
@@ -224,17 +218,17 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		break;
 	}
 	case TB_SLOT_QUARANTINED:
-		if (!followed && !f->pid) {
+		if (!followed && !f->owner.pid) {
 			/* quarantined before this collector started: learn whose it
 			 * is (untrusted, used only to see whether it still runs) */
 			take_owner(f, s);
-			if (f->pid <= 0) /* no owner to wait for */
-				f->pid = -1;
+			if (f->owner.pid <= 0) /* no owner to wait for */
+				f->owner.pid = -1;
 		}
-		if (f->pid && (owner = owner_of(f)) == OWNER_IMPOSTOR)
+		if (f->owner.pid && (owner = owner_of(c, f, i)) == TB_OWNER_IMPOSTOR)
 			reclaim(c, i, "quarantined, and its pid %llu is not the process that claimed it",
-				(unsigned long long)f->pid);
-		else if (f->pid && owner == OWNER_GONE)
+				(unsigned long long)f->owner.pid);
+		else if (f->owner.pid && owner == TB_OWNER_GONE)
 			ask(c, i, TB_RELEASE_FREE);
 		break;
 	default:

@@ -23,6 +23,7 @@
  * segment unused for a stated time is removed, and only on request.
  */
 #include "tailbus/bus.h"
+#include "tailbus/owner.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -159,11 +160,6 @@ static bool bus_of(const char *file, char *bus, size_t cap)
 	return bus[0] != '.';
 }
 
-/* A pid that names a running process (EPERM: it runs, as another user). */
-static bool runs(pid_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
 
 /* The time of the newest event in ring i, if it is plausibly the bus clock's
  * (CLOCK_MONOTONIC, from the slot's attach up to now), else 0. The producer
@@ -183,10 +179,11 @@ static int64_t newest_event(const uint8_t *base, const tb_seg_header *h, uint32_
 
 /* The slots' owners and the metric names, from the validated layout h. A
  * slot's attach time and its newest event count as uses of the bus. */
-static void read_tables(const uint8_t *base, const tb_seg_header *h, int64_t now_mono,
+static void read_tables(const uint8_t *base, int fd, const tb_seg_header *h, int64_t now_mono,
 			int64_t mono_to_real, tb_bus_status *st)
 {
 	const tb_slot *slots = (const tb_slot *)(base + h->slots_off);
+	uint64_t own_ns = tb_pid_namespace();
 	st->slots = h->slot_count;
 	for (uint32_t i = 0; i < h->slot_count; i++) {
 		const tb_slot *s = &slots[i];
@@ -200,13 +197,11 @@ static void read_tables(const uint8_t *base, const tb_seg_header *h, int64_t now
 			if (used > st->last_use_ns)
 				st->last_use_ns = used;
 		}
-		pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
-		uint64_t start = __atomic_load_n(&s->pid_start_time, __ATOMIC_RELAXED);
-		/* a start time that cannot be read (hidepid) with the pid alive
-		 * is taken as the owner's, as the collector does (slots.c) */
-		uint64_t now_start = pid > 0 ? tb_proc_start_time(pid) : 0;
-		bool owner_runs = pid > 0 && start != 0 &&
-				  (now_start == start || (now_start == 0 && tb_proc_exists(pid)));
+		/* the collector's rule (tailbus/owner.h), the start time always */
+		tb_owner owner = {__atomic_load_n(&s->pid, __ATOMIC_RELAXED),
+				  __atomic_load_n(&s->pid_start_time, __ATOMIC_RELAXED),
+				  __atomic_load_n(&s->pid_ns, __ATOMIC_RELAXED)};
+		bool owner_runs = tb_owner_check(&owner, own_ns, fd, i, true) == TB_OWNER_RUNS;
 		if ((state == TB_SLOT_LIVE || state == TB_SLOT_CLAIMED) && owner_runs)
 			st->producers++;
 		else if (state != TB_SLOT_QUARANTINED)
@@ -276,9 +271,11 @@ int tb_bus_status_read(const char *path, tb_bus_status *st)
 	st->initialised = true;
 	size_t len = (size_t)h.total_size; /* read lazily: only the pages touched fault in */
 	const uint8_t *base = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (base == MAP_FAILED)
-		return fail(st, -errno, "cannot map the segment's tables");
+	if (base == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return fail(st, rc, "cannot map the segment's tables");
+	}
 	int64_t real = clock_ns(CLOCK_REALTIME), mono = clock_ns(CLOCK_MONOTONIC);
 	const tb_seg_header *shared = (const tb_seg_header *)base;
 	st->page_size = h.page_size;
@@ -286,7 +283,7 @@ int tb_bus_status_read(const char *path, tb_bus_status *st)
 	st->last_use_ns = h.created_realtime_ns;
 	st->collector = tb_bus_collector_state(shared, mono, &st->collector_why);
 	st->collector_pid = __atomic_load_n(&shared->collector_pid, __ATOMIC_ACQUIRE);
-	st->collector_runs = runs(st->collector_pid);
+	st->collector_runs = tb_proc_exists(st->collector_pid);
 	st->heartbeat_ns = __atomic_load_n(&shared->collector_heartbeat_ns, __ATOMIC_ACQUIRE);
 	st->intervals = __atomic_load_n(&shared->intervals_published, __ATOMIC_RELAXED);
 	if (st->heartbeat_ns > 0) {
@@ -294,8 +291,9 @@ int tb_bus_status_read(const char *path, tb_bus_status *st)
 		if (st->heartbeat_ns > st->last_use_ns)
 			st->last_use_ns = st->heartbeat_ns;
 	}
-	read_tables(base, &h, mono, real - mono, st);
+	read_tables(base, fd, &h, mono, real - mono, st); /* fd: the owner locks */
 	munmap((void *)base, len);
+	close(fd);
 	return 0;
 }
 

@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -515,31 +514,4 @@ size_t tb_seg_fault_page(int fd)
 	    ((size_t)fs.f_bsize & ((size_t)fs.f_bsize - 1)) == 0)
 		page = (size_t)fs.f_bsize;
 	return page;
-}
-
-bool tb_proc_exists(pid_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
-
-uint64_t tb_proc_start_time(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* the command name may hold spaces and ')': fields restart after the last ')' */
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	unsigned long long start = 0;
-	/* after ")": state is field 3; start time is field 22 */
-	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-		   &start) != 1)
-		return 0;
-	return start;
 }

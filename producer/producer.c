@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tailbus/bus.h"
+#include "tailbus/owner.h"
 #include "guard.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
@@ -167,6 +168,10 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 		s->pid = getpid();
 		s->tid = (int32_t)syscall(SYS_gettid);
 		s->pid_start_time = tb_proc_start_time(s->pid);
+		/* the owner lock, for a collector in another PID namespace; a
+		 * lock still held (by a fork()ed child of a dead owner that kept
+		 * the file open) leaves the slot to the pid alone */
+		s->pid_ns = tb_owner_lock(seg->fd, i) == 0 ? tb_pid_namespace() : 0;
 		memset(s->thread_name, 0, sizeof(s->thread_name));
 		if (thread_name)
 			strncpy(s->thread_name, thread_name, sizeof(s->thread_name) - 1);
@@ -183,8 +188,10 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 		 * stopped here): then the slot is no longer ours to publish */
 		expect = TB_SLOT_CLAIMED;
 		if (!__atomic_compare_exchange_n(&s->state, &expect, TB_SLOT_LIVE, false, __ATOMIC_ACQ_REL,
-						 __ATOMIC_RELAXED))
+						 __ATOMIC_RELAXED)) {
+			tb_owner_unlock(seg->fd, i);
 			continue;
+		}
 		return (int)i;
 	}
 	return -EBUSY;
@@ -268,6 +275,10 @@ void tb_detach(tb_producer *p)
 			__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
 			__atomic_compare_exchange_n(&s->state, &state, TB_SLOT_DETACHED, false,
 						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+			/* after DETACHED: a forked child sharing this open must
+			 * not keep the lock (closing our descriptor would not
+			 * drop it then) */
+			tb_owner_unlock(seg->fd, (uint32_t)p->slot);
 		}
 		tb__guard_remove(seg->base);
 		tb_seg_close(seg);

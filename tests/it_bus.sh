@@ -307,6 +307,44 @@ producer_death() {
 }
 check "a producer killed mid-run: its ring is drained and its slot reclaimed" producer_death
 
+# pid_namespace: producers in a PID namespace of their own, as in a
+# container with the collector outside it. The pid a producer writes (1
+# there) names another process here, so its slot is judged by its owner
+# lock: one records through many housekeeping looks and loses nothing; one
+# killed there has its ring drained and its slot freed.
+pid_namespace() {
+	unshare --pid --fork --mount-proc true 2>/dev/null || { echo "  no PID namespace here (unshare: root)"; return 77; }
+	local bus=pidns
+	start_collector $bus --slots 2 || return 1
+	# killed with its unshare (--kill-child): the namespace's init dies
+	TAILBUS_DIR="$tmp/$bus/seg" unshare --pid --fork --mount-proc --kill-child=SIGKILL \
+		"$TB_EMIT" --bus $bus --name doomed --prefix k --count 2000 --seed 31 \
+		--hold-ms 60000 --no-detach --expect "$tmp/kexpect" >/dev/null &
+	local u=$!
+	pids+=("$u")
+	# 3 s at 1,000 events a second: thirty housekeeping rounds
+	TAILBUS_DIR="$tmp/$bus/seg" unshare --pid --fork --mount-proc \
+		"$TB_EMIT" --bus $bus --name contained --prefix n --count 3000 --rate 1000 --seed 29 \
+		--expect "$tmp/nexpect" >"$tmp/n.out" || return 1
+	read -r att wr dr fo <"$tmp/n.out"
+	[[ $att -eq 3000 && $wr -eq 3000 ]] || { echo "  contained producer: $att attempted, $wr written"; return 1; }
+	kill -KILL $u
+	wait $u 2>/dev/null || true
+	sleep 0.4 # housekeeping sees the lock gone, drains, frees the slot
+	# both slots are free again: two producers at once get a ring each
+	emit $bus --threads 2 --count 10 --prefix after >"$tmp/after.out" 2>&1 || { cat "$tmp/after.out"; return 1; }
+	read -r att wr dr fo <"$tmp/after.out"
+	[[ $dr -eq 0 ]] || { echo "  after: $dr dropped (no ring)"; return 1; }
+	sleep 0.3
+	stop_collector "$cpid"
+	if grep -E "quarantined|not the process" "$tmp/$bus/tailbusd.out"; then
+		return 1
+	fi
+	cat "$tmp/nexpect" "$tmp/kexpect" >"$tmp/nkexpect"
+	compare_expect $bus "$tmp/nkexpect"
+}
+check_skip_status=77 check "producers in another PID namespace: judged by their owner lock, kept while they run, freed when killed" pid_namespace
+
 slot_churn() {
 	local bus=churn
 	start_collector $bus --slots 1 --ring-events 1024 || return 1

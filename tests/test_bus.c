@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "tailbus/bus.h"
+#include "tailbus/owner.h"
 #include "tailbus/segment.h"
 
 #define BUS "test-bus"

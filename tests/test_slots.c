@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,7 +63,7 @@ static void a_ring_quarantined_before_start_is_freed_when_its_owner_is_gone(void
 	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
 	housekeep(f);
 	assert_int_equal(s->state, TB_SLOT_QUARANTINED); /* its owner runs */
-	f->c.slots[1].pid = 0; /* as a collector that never saw it */
+	f->c.slots[1].owner.pid = 0; /* as a collector that never saw it */
 	s->pid = child;
 	s->pid_start_time = 12345;
 	housekeep(f);
@@ -95,7 +96,7 @@ static void a_gone_or_reused_owner_frees_its_slot(void **state)
 	assert_true(fo->followed);
 
 	/* the owner is gone, between two reads of the start time */
-	fo->pid = child;
+	fo->owner.pid = child;
 	housekeep(f);
 	assert_int_equal(s->state, TB_SLOT_FREE);
 
@@ -107,7 +108,7 @@ static void a_gone_or_reused_owner_frees_its_slot(void **state)
 	housekeep(f);
 	housekeep(f);
 	assert_int_equal(s->state, TB_SLOT_LIVE);
-	fo->pid_start_time = mine + 1;
+	fo->owner.start_time = mine + 1;
 	int looks = 0;
 	while (s->state == TB_SLOT_LIVE && looks < 10) {
 		housekeep(f);
@@ -147,6 +148,59 @@ static void a_claim_in_progress_is_left_to_its_claimer(void **state)
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }
 
+/* A producer in another PID namespace (a container, the collector outside)
+ * writes a pid that names some other process here, or none: its slot is
+ * judged by its owner lock alone, which every claim takes, and freed once
+ * the lock is gone (its descriptor closed: detached or dead). */
+static void an_owner_in_another_pid_namespace_is_judged_by_its_lock(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_slot_follow *fo = &f->c.slots[1];
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) { /* the producer: attaches, says so, waits to be killed */
+		tb_producer *p = tb_attach(BUS, "contained");
+		char ok = tb_producer_error(p, NULL) == 0 && p->slot == 1 ? 'y' : 'n';
+		if (write(ready[1], &ok, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	char ok = 0;
+	assert_int_equal(read(ready[0], &ok, 1), 1);
+	assert_int_equal(ok, 'y');
+	close(ready[0]);
+	close(ready[1]);
+	/* every claim takes its slot's owner lock and names its namespace */
+	assert_true(f->c.pid_ns != 0);
+	assert_true(s->pid_ns == f->c.pid_ns);
+	assert_int_equal(tb_owner_locked(f->c.seg.fd, 1), 1);
+	housekeep(f);
+	assert_true(fo->followed);
+	assert_true(fo->owner.pid_ns == f->c.pid_ns);
+
+	/* seen from another namespace, its pid names another process here
+	 * (pid 1, started at another time): kept for many looks, start times
+	 * read among them */
+	fo->owner.pid = 1;
+	fo->owner.start_time = tb_proc_start_time(1) + 1;
+	fo->owner.pid_ns = f->c.pid_ns + 1;
+	for (int k = 0; k < 25; k++)
+		housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_LIVE);
+
+	/* killed: the kernel drops its lock, and the slot is freed */
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(tb_owner_locked(f->c.seg.fd, 1), 0);
+	housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	assert_true(s->pid_ns == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +212,8 @@ int main(void)
 			a_ring_quarantined_before_start_is_freed_when_its_owner_is_gone,
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(a_claim_in_progress_is_left_to_its_claimer,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(an_owner_in_another_pid_namespace_is_judged_by_its_lock,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

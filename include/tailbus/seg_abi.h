@@ -76,7 +76,7 @@
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
 #define TB_ABI_MAJOR 4u                            /* layout changes: readers refuse */
-#define TB_ABI_MINOR 1u                            /* additions: readers tolerate */
+#define TB_ABI_MINOR 2u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
 
@@ -135,6 +135,9 @@ enum tb_slot_state {
 };
 
 #define TB_THREAD_NAME_MAX 32
+/* Slot i's owner lock is byte TB_OWNER_LOCK_BASE + i of the bus file
+ * (tailbus/owner.h), beyond the end of any segment. */
+#define TB_OWNER_LOCK_BASE (UINT64_C(1) << 48)
 #define TB_METRIC_NAME_MAX 48
 
 typedef struct tb_slot {
@@ -145,6 +148,9 @@ typedef struct tb_slot {
 	int32_t tid;
 	uint64_t pid_start_time; /* /proc/<pid>/stat field 22, clock ticks since boot */
 	char thread_name[TB_THREAD_NAME_MAX];
+	/* ABI 4.2: the inode of the owner's PID namespace when it holds the
+	 * slot's owner lock (TB_OWNER_LOCK_BASE), else 0 (tailbus/owner.h) */
+	uint64_t pid_ns;
 	/* line 1: counters only the producer writes (cold path: on a drop) */
 	alignas(TB_CACHELINE) uint64_t dropped; /* events lost to a full ring, exactly */
 	uint64_t attached_ns;

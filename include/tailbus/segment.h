@@ -207,18 +207,11 @@ bool tb_seg_metric_name_valid(const char *name);
  * `id` must be below the layout's metric_capacity. */
 void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap);
 
-/* /proc/<pid>/stat start time (field 22), or 0 if the process is gone or
- * its stat cannot be read (/proc mounted with hidepid, no descriptor left:
- * tb_proc_exists tells those apart). */
-uint64_t tb_proc_start_time(pid_t pid);
 /* The page that a fault in a mapping of file `fd` falls in: the file
  * system's huge page on hugetlbfs, else the system's page. From the file
  * system, never from the segment's header, which anyone who may write the
  * file may have changed (the SIGBUS guards map a private page over it). */
 size_t tb_seg_fault_page(int fd);
-/* Whether a process `pid` exists (kill(pid, 0): another user's counts);
- * false for pid <= 0. */
-bool tb_proc_exists(pid_t pid);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,71 @@
+/* tailbus/owner.h - whether the process that owns a slot still runs.
+ *
+ * A producer writes its identity into the slot it claims (seg_abi.h): pid,
+ * start time (field 22 of /proc/<pid>/stat) and the inode of its PID
+ * namespace, and it holds the slot's owner lock: a write lock on byte
+ * TB_OWNER_LOCK_BASE + slot of the bus file, taken on its own open file
+ * description (F_OFD_SETLK), which the kernel drops when the producer's last
+ * descriptor of that open closes (tb_detach, or its death however it comes).
+ *
+ * Seen from the PID namespace the producer ran in, the pid and start time
+ * name it exactly, and a fork()ed child that keeps the descriptor open does
+ * not keep a dead parent's slot. From another namespace (a producer in a
+ * container, the collector outside) the pid means nothing there, so only
+ * the lock tells. tb_owner_check applies that rule for the collector and
+ * the tools alike.
+ */
+#ifndef TAILBUS_OWNER_H
+#define TAILBUS_OWNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum tb_owner_state {
+	TB_OWNER_RUNS,     /* the process that claimed the slot runs (or cannot be told gone) */
+	TB_OWNER_GONE,     /* no such process: it detached without saying so, or died */
+	TB_OWNER_IMPOSTOR, /* the pid runs, but started at another time than the slot says */
+};
+
+typedef struct tb_owner {
+	int32_t pid;
+	uint64_t start_time; /* /proc/<pid>/stat field 22; 0: never written */
+	uint64_t pid_ns;     /* the owner's PID namespace inode; 0: unknown, or no owner lock */
+} tb_owner;
+
+/* The inode of the calling process's PID namespace (/proc/self/ns/pid), or
+ * 0 when it cannot be read. */
+uint64_t tb_pid_namespace(void);
+
+/* Take slot `slot`'s owner lock on `fd` (open for writing): 0, -EAGAIN when
+ * another open of the file holds it, or another negative errno. */
+int tb_owner_lock(int fd, uint32_t slot);
+/* Let it go (tb_detach: the slot is DETACHED, whoever else shares the open). */
+void tb_owner_unlock(int fd, uint32_t slot);
+/* Whether an open of the file other than `fd`'s holds slot `slot`'s owner
+ * lock: 1, 0, or a negative errno when it cannot be told. */
+int tb_owner_locked(int fd, uint32_t slot);
+
+/* The rule. `own_ns` is the caller's tb_pid_namespace(); `fd` an open of
+ * the bus file (any mode) for the lock; `check_start` compares the start
+ * time as well (a /proc read: the collector does it every tenth look). */
+enum tb_owner_state tb_owner_check(const tb_owner *o, uint64_t own_ns, int fd, uint32_t slot,
+				   bool check_start);
+
+/* /proc/<pid>/stat start time (field 22), or 0 if the process is gone or
+ * its stat cannot be read (/proc mounted with hidepid, no descriptor left:
+ * tb_proc_exists tells those apart). */
+uint64_t tb_proc_start_time(pid_t pid);
+/* Whether a process `pid` exists (kill(pid, 0): another user's counts);
+ * false for pid <= 0. */
+bool tb_proc_exists(pid_t pid);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
