@@ -53,7 +53,7 @@ json_both() {
 		expect_eq "served pid" "$(bus_field "$tmp/ls.json" served collector_pid)" "$cpid" &&
 		expect_eq "typo collector" "$(bus_field "$tmp/ls.json" typo collector)" none &&
 		expect_eq "typo producers" "$(bus_field "$tmp/ls.json" typo producers)" 1 &&
-		expect_eq "typo metrics" "$(bus_field "$tmp/ls.json" typo metrics)" 1 &&
+		expect_eq "typo metrics" "$(bus_field "$tmp/ls.json" typo metrics_registered)" 1 &&
 		expect_eq "typo heartbeat" "$(bus_field "$tmp/ls.json" typo heartbeat_age_s)" None &&
 		expect_eq "typo unused" "$(bus_field "$tmp/ls.json" typo unused)" False &&
 		expect_eq "segment" "$(bus_field "$tmp/ls.json" typo segment)" "$SEG/typo.tailbus"

@@ -90,7 +90,7 @@ check "a run that drifts to the end (a leak): no steady state found, nothing dis
 warmup_csv_hgrm() {
 	"$TAILBUS" replay "$WARM" --warmup auto --format csv >"$tmp/w.csv" 2>"$tmp/w.err" || return 1
 	expect_eq header "$(head -1 "$tmp/w.csv")" \
-		"tag,intervals,total,min,p50,p90,p99,p99_9,p99_99,max,mean,insufficient,warmup_s,warmup_intervals" &&
+		"tag,intervals,count,min,p50,p90,p99,p99_9,p99_99,max,mean,insufficient,warmup_s,warmup_intervals" &&
 		expect_eq tail "$(sed -n 2p "$tmp/w.csv" | cut -d, -f13-)" "10.000,10" || return 1
 	"$TAILBUS" replay "$WARM" --warmup auto --format hgrm >"$tmp/w.hgrm" 2>"$tmp/wh.err" || return 1
 	grep -q 'Total count    =       100000' "$tmp/w.hgrm" &&

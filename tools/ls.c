@@ -203,7 +203,7 @@ static void print_json(const struct list *l, const struct options *o, int64_t no
 				json_seconds(now - st->heartbeat_ns);
 			else
 				printf("null");
-			printf(",\"producers\":%u,\"producers_gone\":%u,\"metrics\":%u,\"intervals\":%" PRIu64
+			printf(",\"producers\":%u,\"producers_gone\":%u,\"metrics_registered\":%u,\"intervals\":%" PRIu64
 			       ",\"unused\":%s,\"age_s\":",
 			       st->producers, st->producers_gone, st->metrics, st->intervals,
 			       tb_bus_unused(st) ? "true" : "false");

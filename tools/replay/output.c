@@ -177,7 +177,7 @@ void replay_print_json(FILE *out, const struct state *st)
 void replay_print_csv(FILE *out, const struct state *st)
 {
 	bool warm = st->opt.warmup != WARMUP_NONE;
-	fprintf(out, "tag,intervals,total,min");
+	fprintf(out, "tag,intervals,count,min");
 	for (int p = 0; p < TB_SUMMARY_PERCENTILES; p++)
 		fprintf(out, ",%s", tb_summary_keys[p]);
 	fprintf(out, ",max,mean,insufficient%s\n", warm ? ",warmup_s,warmup_intervals" : "");

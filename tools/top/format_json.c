@@ -60,11 +60,11 @@ void top_print_json(FILE *out, const struct top_snap *sn)
 		tb_json_string(out, sn->source);
 		fprintf(out, ",\"segment\":");
 		tb_json_string(out, sn->path);
-		fprintf(out, ",\"page_size\":%" PRIu64 ",\"hugepages\":%s,\"collector_pid\":%d,"
+		fprintf(out, ",\"page_size\":%" PRIu64 ",\"hugepage_backed\":%s,\"collector_pid\":%d,"
 			     "\"collector_running\":%s,\"rings_live\":%u,\"ring_drops\":%" PRIu64
 			     ",\"ring_folded\":%" PRIu64 ",\"drain_threads\":%u,\"drain_longest_pass_us\":%u,"
 			     "\"drain_self_pause_us\":%u,\"closes_behind\":%u",
-			sn->page_size, sn->hugepages ? "true" : "false", (int)sn->collector_pid,
+			sn->page_size, sn->hugepage_backed ? "true" : "false", (int)sn->collector_pid,
 			sn->collector_fresh ? "true" : "false", sn->rings_live, sn->ring_drops,
 			sn->ring_folded, sn->drain_threads, sn->drain_pass_us, sn->drain_self_pause_us,
 			sn->closes_behind);

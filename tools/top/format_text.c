@@ -93,7 +93,7 @@ static void print_bus_header(FILE *out, const struct top_snap *sn)
 	char page[32];
 	fmt_bytes(page, sizeof(page), sn->page_size);
 	fprintf(out, "segment %s, %s %s\n", sn->path, page,
-		sn->hugepages ? "hugepages" : "pages (not hugepages)");
+		sn->hugepage_backed ? "hugepages" : "pages (not hugepages)");
 	if (!sn->collector_pid)
 		fprintf(out, "collector: none attached - collector not running?");
 	else if (!sn->collector_fresh)

@@ -22,7 +22,7 @@
  *    collector or its number of drain threads changes: then top reads which
  *    CPUs the drain threads are pinned to, and keeps off them.
  *  - Metric names are read defensively (producers write the metric table):
- *    one that is not a valid name is shown as metric-<id>.
+ *    one that is not a valid name is shown as metric#<id>.
  */
 #include <errno.h>
 #include <limits.h>
@@ -179,7 +179,7 @@ static void bus_header(struct top_bus *b, struct top_snap *sn)
 	bus_keep_off_drains(b, &c);
 	sn->path = b->seg.path;
 	sn->page_size = b->seg.layout.page_size;
-	sn->hugepages = b->seg.hugepages;
+	sn->hugepage_backed = b->seg.hugepages;
 	sn->collector_pid = c.collector_pid;
 	sn->heartbeat_age_s = c.heartbeat_age_ns >= 0 ? (double)c.heartbeat_age_ns / TOP_NS_PER_SEC : -1;
 	sn->collector_fresh = c.collector == TB_COLLECTOR_SERVING;

@@ -85,7 +85,7 @@ struct top_snap {
 	/* from a bus */
 	const char *path;
 	uint64_t page_size;
-	bool hugepages;
+	bool hugepage_backed;
 	int32_t collector_pid;
 	double heartbeat_age_s; /* < 0: never beat */
 	bool collector_fresh;
