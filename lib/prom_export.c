@@ -37,7 +37,7 @@
  * depth of intervals, so a start is never forgotten while still readable. */
 #define DROP_STARTS 1024
 #define BUSES_MAX 64
-/* The label text for a bus that is unreadable: "metric-<id>". */
+/* A metric's label text: its name, or "metric#<id>" (tb_seg_metric_shown_name). */
 #define NAME_MAX_LEN TB_METRIC_NAME_MAX
 
 struct metric {

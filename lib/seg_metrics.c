@@ -36,7 +36,7 @@ void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t ca
 	if (tb_seg_metric_name_valid(name))
 		snprintf(out, cap, "%s", name);
 	else
-		snprintf(out, cap, "metric-%u", (unsigned)id);
+		snprintf(out, cap, "metric#%u", (unsigned)id); /* "#": in no valid name */
 }
 
 /* FNV-1a: short names, no need for more. */

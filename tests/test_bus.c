@@ -161,6 +161,55 @@ static void status_counts_owners_and_last_use(void **state)
 	assert_false(tb_bus_unused(&st));
 }
 
+/* A producer in another PID namespace counts by its owner lock (held on an
+ * open of the file, as tb_attach takes it), whatever its pid says here. */
+static void status_judges_another_namespace_by_the_owner_lock(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t own = tb_pid_namespace();
+	assert_true(own != 0);
+	int64_t mono = clock_ns(CLOCK_MONOTONIC);
+	/* pid 1 started at another time: an impostor by the pid rule */
+	claim(&f->seg, 0, TB_SLOT_LIVE, 1, tb_proc_start_time(1) + 1, mono - SECOND);
+	claim(&f->seg, 1, TB_SLOT_LIVE, 1, tb_proc_start_time(1) + 1, mono - SECOND);
+	tb_seg_slot(&f->seg, 0)->pid_ns = own + 1;
+	tb_seg_slot(&f->seg, 1)->pid_ns = own + 1;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/%s%s", f->dir, BUS, TB_SEG_SUFFIX);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(tb_owner_lock(fd, 0), 0);
+	tb_bus_status st;
+	assert_int_equal(tb_bus_status_read(path, &st), 0);
+	assert_int_equal(st.producers, 1);      /* slot 0: locked */
+	assert_int_equal(st.producers_gone, 1); /* slot 1: no lock */
+	/* a second open cannot take a held lock; the holder's close drops it */
+	int other = open(path, O_RDWR | O_CLOEXEC);
+	assert_int_equal(tb_owner_lock(other, 0), -EAGAIN);
+	close(fd);
+	assert_int_equal(tb_owner_locked(other, 0), 0);
+	assert_int_equal(tb_bus_status_read(path, &st), 0);
+	assert_int_equal(st.producers, 0);
+	assert_int_equal(st.producers_gone, 2);
+	close(other);
+}
+
+/* A metric entry whose name is not valid is shown under a name that no
+ * valid one can take: two series never share a label. */
+static void an_invalid_metric_name_is_shown_as_no_valid_one(void **state)
+{
+	struct fixture *f = *state;
+	int id = tb_seg_metric_register(&f->seg, "m1");
+	assert_true(id >= 0);
+	char shown[64], valid[64];
+	tb_seg_metric(&f->seg, (uint32_t)id)->name[0] = ' ';
+	tb_seg_metric_shown_name(&f->seg, (uint32_t)id, shown, sizeof(shown));
+	assert_false(tb_seg_metric_name_valid(shown));
+	snprintf(valid, sizeof(valid), "metric-%d", id);
+	assert_string_not_equal(shown, valid);
+	assert_non_null(strchr(shown, '0' + id % 10));
+}
+
 static void counts_of_a_mapped_segment(void **state)
 {
 	struct fixture *f = *state;
@@ -278,6 +327,10 @@ int main(void)
 		cmocka_unit_test(collector_rule_reads_the_header),
 		cmocka_unit_test_setup_teardown(status_counts_owners_and_last_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(counts_of_a_mapped_segment, setup, teardown),
+		cmocka_unit_test_setup_teardown(status_judges_another_namespace_by_the_owner_lock, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(an_invalid_metric_name_is_shown_as_no_valid_one, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(scan_and_remove, setup, teardown),
 		cmocka_unit_test(a_process_exists_until_it_is_reaped),
 	};

@@ -203,7 +203,8 @@ int tb_seg_metric_register(tb_seg *s, const char *name);
 int tb_seg_metric_find(const tb_seg *s, const char *name);
 bool tb_seg_metric_name_valid(const char *name);
 /* Metric `id`'s name as tools and logs show it, read defensively (producers
- * write the table): the name, or "metric-<id>" when it is not a valid one.
+ * write the table): the name, or "metric#<id>" when it is not a valid one
+ * (no valid name holds "#", so it is never a real metric's).
  * `id` must be below the layout's metric_capacity. */
 void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap);
 
