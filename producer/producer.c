@@ -20,7 +20,7 @@
 
 #include "tailbus/bus.h"
 #include "tailbus/owner.h"
-#include "guard.h"
+#include "../lib/map_guard.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
@@ -221,10 +221,10 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 		return p;
 	}
 	/* listed for the SIGBUS guard from the first store into the segment */
-	tb__guard_add(seg->base, seg->size, seg->fd);
+	(void)tb__map_guard_add(seg->base, seg->size, seg->fd, true); /* full: not guarded */
 	int slot = claim_slot(seg, thread_name);
 	if (slot < 0) {
-		tb__guard_remove(seg->base);
+		tb__map_guard_remove(seg->base);
 		tb_seg_close(seg);
 		free(seg);
 		make_noop(p, slot, slot == -EBUSY ? "every ring of the bus is taken (raise the slot count)"
@@ -280,7 +280,7 @@ void tb_detach(tb_producer *p)
 			 * drop it then) */
 			tb_owner_unlock(seg->fd, (uint32_t)p->slot);
 		}
-		tb__guard_remove(seg->base);
+		tb__map_guard_remove(seg->base);
 		tb_seg_close(seg);
 		free(seg);
 	}
@@ -321,4 +321,16 @@ int tb_producer_collector(const tb_producer *p, const char **why)
 	 * collector's and change while we are attached */
 	const tb_seg_header *h = (const tb_seg_header *)((const tb_seg *)p->seg)->base;
 	return tb_bus_collector_state(h, (int64_t)tb_now(p), why);
+}
+
+_Static_assert(TB_GUARD_SEGMENTS == TB_MAP_GUARD_MAPPINGS, "one table");
+
+int tb_guard_segment_faults(void)
+{
+	return tb__map_guard_install();
+}
+
+uint64_t tb_guard_repairs(void)
+{
+	return tb__map_guard_repairs();
 }

@@ -1,0 +1,34 @@
+/* map_guard.h - segment mappings that survive their file being cut: the
+ * table a SIGBUS handler searches, and the handler (map_guard.c). Compiled
+ * into the producer library, behind tb_guard_segment_faults (producer.h),
+ * and into the tools' library, behind tailbus/read_guard.h. Private to the
+ * libraries. */
+#ifndef TAILBUS_MAP_GUARD_H
+#define TAILBUS_MAP_GUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Mappings listed at a time (TB_GUARD_SEGMENTS, TB_READ_GUARD_SEGMENTS). */
+#define TB_MAP_GUARD_MAPPINGS 256
+
+/* List a mapping of file `fd` (kept open while listed) before its first
+ * access, whether or not the handler is installed: 0, or -ENOSPC when the
+ * table is full (that mapping is not guarded). A writable mapping is
+ * repaired where the file can be (its size given back, its page
+ * allocated); a read-only one, or one that cannot be repaired, gets a
+ * private page over the faulting one. */
+int tb__map_guard_add(uint8_t *base, size_t size, int fd, bool writable);
+/* Take it off, before it is unmapped. */
+void tb__map_guard_remove(const uint8_t *base);
+/* Faults in the listed mapping at `base` covered by a private page since
+ * it was listed (0 also when it is not listed). */
+uint32_t tb__map_guard_covered(const uint8_t *base);
+/* Install the SIGBUS handler, once a process: 0 or a negative errno. */
+int tb__map_guard_install(void);
+/* Faults in writable mappings whose file was given its size back, or
+ * whose page was covered, in this process. */
+uint64_t tb__map_guard_repairs(void);
+
+#endif
