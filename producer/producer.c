@@ -12,6 +12,7 @@
  * counted (tb__full).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +22,7 @@
 #include "tailbus/bus.h"
 #include "tailbus/owner.h"
 #include "../lib/map_guard.h"
+#include "claim.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
@@ -149,13 +151,45 @@ static int prefault_ring(void *ring, uint64_t bytes)
 	return 0;
 }
 
+TB_STATIC_ASSERT(offsetof(tb_slot, generation) == offsetof(tb_slot, state) + 4,
+		 "a slot's state and generation are one 64-bit word");
+
+/* The state and generation word, as memory holds it: endian-neutral. */
+typedef union claim_word {
+	struct {
+		uint32_t state, generation;
+	} f;
+	uint64_t w;
+} claim_word;
+
+bool tb__slot_claim(tb_slot *s, uint64_t *claimed)
+{
+	uint64_t *word = (uint64_t *)(void *)&s->state;
+	claim_word seen = {.w = __atomic_load_n(word, __ATOMIC_RELAXED)};
+	if (seen.f.state != TB_SLOT_FREE)
+		return false;
+	claim_word next = {.f = {TB_SLOT_CLAIMED, seen.f.generation + 1}};
+	if (!__atomic_compare_exchange_n(word, &seen.w, next.w, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return false;
+	*claimed = next.w;
+	return true;
+}
+
+bool tb__slot_publish(tb_slot *s, uint64_t claimed)
+{
+	claim_word live = {.w = claimed};
+	live.f.state = TB_SLOT_LIVE;
+	return __atomic_compare_exchange_n((uint64_t *)(void *)&s->state, &claimed, live.w, false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
 static int claim_slot(tb_seg *seg, const char *thread_name)
 {
 	for (uint32_t i = 0; i < seg->layout.slot_count; i++) {
 		tb_slot *s = tb_seg_slot(seg, i);
-		uint32_t expect = TB_SLOT_FREE;
-		if (!__atomic_compare_exchange_n(&s->state, &expect, TB_SLOT_CLAIMED, false,
-						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		uint64_t claimed;
+		if (!tb__slot_claim(s, &claimed))
 			continue;
 		/* its pages before it is published: a ring that cannot have
 		 * them is given back as it was found, and no one reads it */
@@ -164,7 +198,6 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 			__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 			return rc;
 		}
-		s->generation++;
 		s->pid = getpid();
 		s->tid = (int32_t)syscall(SYS_gettid);
 		s->pid_start_time = tb_proc_start_time(s->pid);
@@ -185,10 +218,9 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 		__atomic_store_n(&s->attached_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
 				 __ATOMIC_RELEASE);
 		/* the collector takes back a claim stuck for seconds (this thread
-		 * stopped here): then the slot is no longer ours to publish */
-		expect = TB_SLOT_CLAIMED;
-		if (!__atomic_compare_exchange_n(&s->state, &expect, TB_SLOT_LIVE, false, __ATOMIC_ACQ_REL,
-						 __ATOMIC_RELAXED)) {
+		 * stopped here): then the slot is no longer ours to publish,
+		 * even if another has claimed it since (claim.h) */
+		if (!tb__slot_publish(s, claimed)) {
 			tb_owner_unlock(seg->fd, i);
 			continue;
 		}

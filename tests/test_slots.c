@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "../producer/claim.h"
 #include "collector_fixture.h"
 
 /* A thread that writes exactly a ring and leaves; the next one to take its
@@ -201,6 +202,31 @@ static void an_owner_in_another_pid_namespace_is_judged_by_its_lock(void **state
 	assert_true(s->pid_ns == 0);
 }
 
+/* A claimer stopped mid-claim for seconds: the collector takes the slot
+ * back and another producer claims it. The first claimer, going on, must
+ * not publish the slot over the second's claim (two producers on one ring):
+ * each claim moves the generation with the state (claim.h). */
+static void a_claim_taken_back_and_claimed_again_is_not_published_twice(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_slot_follow *fo = &f->c.slots[1];
+	uint64_t first, second;
+	assert_true(tb__slot_claim(s, &first));
+	assert_false(tb__slot_claim(s, &second)); /* not FREE */
+	/* stuck for 2 s by the collector's clock: taken back */
+	housekeep(f);
+	fo->stuck_since_ns -= 3000000000LL;
+	housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	assert_true(tb__slot_claim(s, &second));
+	assert_false(tb__slot_publish(s, first)); /* the stopped claimer goes on */
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_CLAIMED);
+	assert_true(tb__slot_publish(s, second));
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_LIVE);
+	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -215,6 +241,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(an_owner_in_another_pid_namespace_is_judged_by_its_lock,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_claim_taken_back_and_claimed_again_is_not_published_twice, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
