@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine_wait.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
@@ -101,34 +102,11 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	int status = 0;
-	for (int i = 0; i < 50; i++) {
-		struct timespec ts = {0, 100000000};
-		nanosleep(&ts, NULL);
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			if (WIFSIGNALED(status))
-				fprintf(stderr, "engine died of signal %d (%s)\n", WTERMSIG(status),
-					strsignal(WTERMSIG(status)));
-			tb_seg_close(&seg);
-			/* guarded, it must have gone on; unguarded, the SIGBUS is
-			 * the documented end */
-			return guard ? !(WIFEXITED(status) && WEXITSTATUS(status) == 0) : 0;
-		}
-	}
-	char path[64], line[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *fp = fopen(path, "r");
-	if (fp && fgets(line, sizeof(line), fp)) {
-		unsigned long ut = 0, stt = 0;
-		char *q = strrchr(line, ')');
-		sscanf(q + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt);
-		fprintf(stderr, "engine has not returned after 5 s: state %c, %lu user + %lu system ticks "
-				"of CPU\n",
-			q[2], ut, stt);
-	}
-	if (fp)
-		fclose(fp);
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
+	bool ended = engine_wait(pid, 5, &status);
 	tb_seg_close(&seg);
-	return 1;
+	if (!ended)
+		return 1;
+	/* guarded, it must have gone on; unguarded, the SIGBUS is the
+	 * documented end */
+	return guard ? !(WIFEXITED(status) && WEXITSTATUS(status) == 0) : 0;
 }

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine_wait.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
@@ -74,20 +75,5 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	int status = 0;
-	for (int i = 0; i < 100; i++) {
-		struct timespec ts = {0, 100000000};
-		nanosleep(&ts, NULL);
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			if (WIFSIGNALED(status)) {
-				fprintf(stderr, "engine died of signal %d (%s)\n", WTERMSIG(status),
-					strsignal(WTERMSIG(status)));
-				return 1;
-			}
-			return 0;
-		}
-	}
-	fprintf(stderr, "engine has not returned after 10 s\n");
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return 1;
+	return engine_wait(pid, 10, &status) && !WIFSIGNALED(status) ? 0 : 1;
 }
