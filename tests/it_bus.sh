@@ -231,7 +231,7 @@ paced_exact() {
 	sleep 0.3
 	stop_collector "$cpid"
 	read -r att wr dr fo <"$tmp/$bus.e"
-	[[ $dr -eq 0 && $wr -eq $att ]] || { echo "  $bus: $dr dropped"; return 1; }
+	[[ $dr -eq 0 && $wr -eq $att ]] || { echo "  $bus: of $att, $dr dropped and $fo folded (the ring was full)"; return 1; }
 	compare_expect $bus "$tmp/$bus.expect"
 }
 
@@ -255,12 +255,12 @@ backoff() {
 	fi
 	grep -q "bad value '2000000' for --backoff-ns" "$tmp/bo.err" || { cat "$tmp/bo.err"; return 1; }
 	# polling at once, and backing off 1 ms after every short pass: both exact (a
-	# ring of 16384 events lasts 164 ms at the 100,000/s each producer sends, longer
-	# than a loaded machine keeps the drain thread off its CPU)
+	# ring of 65536 events lasts 655 ms at the 100,000/s each producer sends, longer
+	# than a loaded machine keeps an ASan build's drain thread off its CPU)
 	local bo bus
 	for bo in 0 1000000; do
 		bus=backoff$bo
-		start_collector $bus --backoff-ns $bo --ring-events 16384 || return 1
+		start_collector $bus --backoff-ns $bo --ring-events 65536 || return 1
 		paced_exact $bus 2 17 || return 1
 	done
 }
