@@ -83,7 +83,7 @@ static int fail(const char **why, const char *sentence, int rc)
 /* Producer threads attached to the bus's existing segment, if it has one
  * that is initialised: slots LIVE or CLAIMED by a process that still runs.
  * One of their pids in *pid. */
-static int attached_producers(const tb_collector_config *cfg, int32_t *pid)
+static int attached_producers(const tb_collector_config *cfg, int32_t *pid, bool *elsewhere)
 {
 	tb_seg s;
 	tb_seg_config look = cfg->seg;
@@ -100,6 +100,7 @@ static int attached_producers(const tb_collector_config *cfg, int32_t *pid)
 		    tb_owner_check(&owner, own_ns, s.fd, i, false) != TB_OWNER_RUNS)
 			continue;
 		*pid = owner.pid;
+		*elsewhere = tb_owner_elsewhere(&owner, own_ns);
 		n++;
 	}
 	tb_seg_close(&s);
@@ -252,12 +253,14 @@ static int open_collector(tb_collector *c, const tb_collector_config *cfg, const
 		/* a new segment would orphan attached producers: their events
 		 * would go to a file no collector reads, uncounted */
 		int32_t pid = 0;
-		int n = attached_producers(cfg, &pid);
+		bool elsewhere = false;
+		int n = attached_producers(cfg, &pid, &elsewhere);
 		if (n > 0) {
 			snprintf(c->fresh_why, sizeof(c->fresh_why),
-				 "--fresh: %d producer thread%s still attached to this bus (pid %d%s); stop "
+				 "--fresh: %d producer thread%s still attached to this bus (pid %d%s%s); stop "
 				 "them first, or start without --fresh to serve them",
-				 n, n == 1 ? " is" : "s are", (int)pid, n > 1 ? " and others" : "");
+				 n, n == 1 ? " is" : "s are", (int)pid,
+				 elsewhere ? " in another PID namespace" : "", n > 1 ? " and others" : "");
 			return fail(why, c->fresh_why, -EBUSY);
 		}
 		tb_seg_unlink(cfg->dir, cfg->bus);

@@ -444,7 +444,7 @@ typedef struct tb_collector {
 	tb_metric_entry *metric_copy; /* per metric id seen READY: its entry, to write back after a cut */
 	int lock_fd;
 	bool pid_published;     /* this collector wrote its pid into the header (serving) */
-	char fresh_why[192];    /* why --fresh was refused */
+	char fresh_why[256];    /* why --fresh was refused */
 	int last_io_error;      /* the last log error reported, to report each once */
 	char extra_header[4096 + 128]; /* open-loop mark and environment lines for the log */
 	volatile sig_atomic_t *stop;

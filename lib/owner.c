@@ -56,10 +56,15 @@ int tb_owner_locked(int fd, uint32_t slot)
 	return fl.l_type != F_UNLCK;
 }
 
+bool tb_owner_elsewhere(const tb_owner *o, uint64_t own_ns)
+{
+	return o->pid_ns != 0 && o->pid_ns != own_ns;
+}
+
 enum tb_owner_state tb_owner_check(const tb_owner *o, uint64_t own_ns, int fd, uint32_t slot,
 				   bool check_start)
 {
-	if (o->pid_ns != 0 && o->pid_ns != own_ns) {
+	if (tb_owner_elsewhere(o, own_ns)) {
 		/* another PID namespace: its pid names some other process here,
 		 * or none. A lock that cannot be tested leaves the slot to it. */
 		return tb_owner_locked(fd, slot) == 0 ? TB_OWNER_GONE : TB_OWNER_RUNS;

@@ -23,5 +23,13 @@
 bool tb__slot_claim(tb_slot *s, uint64_t *claimed);
 /* CLAIMED -> LIVE, if the slot is still as `claimed` says. */
 bool tb__slot_publish(tb_slot *s, uint64_t claimed);
+/* CLAIMED -> FREE (a claim given up before it was published), if the slot
+ * is still as `claimed` says. */
+void tb__slot_unclaim(tb_slot *s, uint64_t claimed);
+/* The generation of a claim word. */
+uint32_t tb__slot_generation(uint64_t claimed);
+/* LIVE or QUARANTINED -> DETACHED, if the slot is still of generation
+ * `generation` (not taken back and claimed again since). True if done. */
+bool tb__slot_detach(tb_slot *s, uint32_t generation);
 
 #endif

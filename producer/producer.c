@@ -184,27 +184,70 @@ bool tb__slot_publish(tb_slot *s, uint64_t claimed)
 					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-static int claim_slot(tb_seg *seg, const char *thread_name)
+void tb__slot_unclaim(tb_slot *s, uint64_t claimed)
+{
+	claim_word freed = {.w = claimed};
+	freed.f.state = TB_SLOT_FREE;
+	__atomic_compare_exchange_n((uint64_t *)(void *)&s->state, &claimed, freed.w, false,
+				    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+uint32_t tb__slot_generation(uint64_t claimed)
+{
+	claim_word w = {.w = claimed};
+	return w.f.generation;
+}
+
+bool tb__slot_detach(tb_slot *s, uint32_t generation)
+{
+	uint64_t *word = (uint64_t *)(void *)&s->state;
+	claim_word seen = {.w = __atomic_load_n(word, __ATOMIC_ACQUIRE)};
+	if (seen.f.generation != generation ||
+	    (seen.f.state != TB_SLOT_LIVE && seen.f.state != TB_SLOT_QUARANTINED))
+		return false;
+	claim_word detached = {.f = {TB_SLOT_DETACHED, generation}};
+	return __atomic_compare_exchange_n(word, &seen.w, detached.w, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_RELAXED);
+}
+
+/* The owner lock's namespace word (seg_abi.h): ours, or "another, judge by
+ * the lock" when /proc cannot say which is ours. */
+static uint64_t owner_pid_ns(void)
+{
+	uint64_t ns = tb_pid_namespace();
+	return ns ? ns : TB_PID_NS_UNKNOWN;
+}
+
+static int claim_slot(tb_seg *seg, const char *thread_name, uint32_t *generation)
 {
 	for (uint32_t i = 0; i < seg->layout.slot_count; i++) {
 		tb_slot *s = tb_seg_slot(seg, i);
 		uint64_t claimed;
 		if (!tb__slot_claim(s, &claimed))
 			continue;
+		/* the owner lock. Held by another open: the slot's last owner
+		 * is still letting go (between its DETACHED and its unlock), a
+		 * claim taken back from a stopped claimer, or a fork()ed child
+		 * of a dead owner keeps it; the slot is not ours to take yet.
+		 * A file system without OFD locks: the pid alone judges us. */
+		int locked = tb_owner_lock(seg->fd, i);
+		if (locked == -EAGAIN) {
+			tb__slot_unclaim(s, claimed);
+			continue;
+		}
 		/* its pages before it is published: a ring that cannot have
 		 * them is given back as it was found, and no one reads it */
 		int rc = prefault_ring(tb_seg_ring(seg, i), seg->layout.ring_stride);
 		if (rc < 0) {
-			__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
+			if (locked == 0)
+				tb_owner_unlock(seg->fd, i);
+			tb__slot_unclaim(s, claimed);
 			return rc;
 		}
 		s->pid = getpid();
 		s->tid = (int32_t)syscall(SYS_gettid);
 		s->pid_start_time = tb_proc_start_time(s->pid);
-		/* the owner lock, for a collector in another PID namespace; a
-		 * lock still held (by a fork()ed child of a dead owner that kept
-		 * the file open) leaves the slot to the pid alone */
-		s->pid_ns = tb_owner_lock(seg->fd, i) == 0 ? tb_pid_namespace() : 0;
+		s->pid_ns = locked == 0 ? owner_pid_ns() : 0;
 		memset(s->thread_name, 0, sizeof(s->thread_name));
 		if (thread_name)
 			strncpy(s->thread_name, thread_name, sizeof(s->thread_name) - 1);
@@ -221,9 +264,11 @@ static int claim_slot(tb_seg *seg, const char *thread_name)
 		 * stopped here): then the slot is no longer ours to publish,
 		 * even if another has claimed it since (claim.h) */
 		if (!tb__slot_publish(s, claimed)) {
-			tb_owner_unlock(seg->fd, i);
+			if (locked == 0)
+				tb_owner_unlock(seg->fd, i);
 			continue;
 		}
+		*generation = tb__slot_generation(claimed);
 		return (int)i;
 	}
 	return -EBUSY;
@@ -254,7 +299,8 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 	}
 	/* listed for the SIGBUS guard from the first store into the segment */
 	(void)tb__map_guard_add(seg->base, seg->size, seg->fd, true); /* full: not guarded */
-	int slot = claim_slot(seg, thread_name);
+	uint32_t generation = 0;
+	int slot = claim_slot(seg, thread_name, &generation);
 	if (slot < 0) {
 		tb__map_guard_remove(seg->base);
 		tb_seg_close(seg);
@@ -265,6 +311,8 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 	}
 	p->seg = seg;
 	p->slot = slot;
+	p->generation = generation;
+	p->owner_pid = getpid();
 	p->ring = tb_seg_ring(seg, (uint32_t)slot);
 	p->events = tb_seg_events(seg, (uint32_t)slot);
 	p->mask = seg->layout.ring_capacity - 1;
@@ -298,15 +346,17 @@ void tb_detach(tb_producer *p)
 		tb_slot *s = tb_seg_slot(seg, (uint32_t)p->slot);
 		/* Only the process that claimed the slot gives it back: a child
 		 * of fork() that detaches an inherited handle (an atexit handler,
-		 * a destructor) leaves its parent's ring alone, and so does one
-		 * whose slot was taken back and claimed by another. */
-		uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&s->pid, __ATOMIC_RELAXED) == getpid() &&
-		    (state == TB_SLOT_LIVE || state == TB_SLOT_QUARANTINED)) {
-			/* the final position, so the collector drains exactly what was written */
-			__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
-			__atomic_compare_exchange_n(&s->state, &state, TB_SLOT_DETACHED, false,
-						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+		 * a destructor) leaves its parent's ring alone. And only the
+		 * claim it made: one taken back and claimed again since (by any
+		 * process, whatever its pid) has another generation. */
+		if (getpid() == p->owner_pid) {
+			uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+			/* the final position, so the collector drains exactly what
+			 * was written; a hint only, and only into our claim's ring */
+			if (__atomic_load_n(&s->generation, __ATOMIC_RELAXED) == p->generation &&
+			    (state == TB_SLOT_LIVE || state == TB_SLOT_QUARANTINED))
+				__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
+			tb__slot_detach(s, p->generation);
 			/* after DETACHED: a forked child sharing this open must
 			 * not keep the lock (closing our descriptor would not
 			 * drop it then) */

@@ -310,12 +310,13 @@ check "a producer killed mid-run: its ring is drained and its slot reclaimed" pr
 # pid_namespace: producers in a PID namespace of their own, as in a
 # container with the collector outside it. The pid a producer writes (1
 # there) names another process here, so its slot is judged by its owner
-# lock: one records through many housekeeping looks and loses nothing; one
-# killed there has its ring drained and its slot freed.
+# lock: one records through many housekeeping looks and loses nothing, and
+# so does one that cannot read its own namespace (no /proc); one killed
+# there has its ring drained and its slot freed.
 pid_namespace() {
 	unshare --pid --fork --mount-proc true 2>/dev/null || { echo "  no PID namespace here (unshare: root)"; return 77; }
 	local bus=pidns
-	start_collector $bus --slots 2 || return 1
+	start_collector $bus --slots 3 || return 1
 	# killed with its unshare (--kill-child): the namespace's init dies
 	TAILBUS_DIR="$tmp/$bus/seg" unshare --pid --fork --mount-proc --kill-child=SIGKILL \
 		"$TB_EMIT" --bus $bus --name doomed --prefix k --count 2000 --seed 31 \
@@ -325,14 +326,23 @@ pid_namespace() {
 	# 3 s at 1,000 events a second: thirty housekeeping rounds
 	TAILBUS_DIR="$tmp/$bus/seg" unshare --pid --fork --mount-proc \
 		"$TB_EMIT" --bus $bus --name contained --prefix n --count 3000 --rate 1000 --seed 29 \
-		--expect "$tmp/nexpect" >"$tmp/n.out" || return 1
-	read -r att wr dr fo <"$tmp/n.out"
-	[[ $att -eq 3000 && $wr -eq 3000 ]] || { echo "  contained producer: $att attempted, $wr written"; return 1; }
+		--expect "$tmp/nexpect" >"$tmp/n.out" &
+	local n=$!
+	TAILBUS_DIR="$tmp/$bus/seg" unshare --pid --fork --mount-proc sh -c \
+		'mount -t tmpfs none /proc && exec "$0" "$@"' \
+		"$TB_EMIT" --bus $bus --name noproc --prefix p --count 3000 --rate 1000 --seed 37 \
+		--expect "$tmp/pexpect" >"$tmp/p.out" || return 1
+	wait $n || return 1
+	local f
+	for f in n p; do
+		read -r att wr dr fo <"$tmp/$f.out"
+		[[ $att -eq 3000 && $wr -eq 3000 ]] || { echo "  $f: $att attempted, $wr written"; return 1; }
+	done
 	kill -KILL $u
 	wait $u 2>/dev/null || true
 	sleep 0.4 # housekeeping sees the lock gone, drains, frees the slot
-	# both slots are free again: two producers at once get a ring each
-	emit $bus --threads 2 --count 10 --prefix after >"$tmp/after.out" 2>&1 || { cat "$tmp/after.out"; return 1; }
+	# every slot is free again: three producers at once get a ring each
+	emit $bus --threads 3 --count 10 --prefix after >"$tmp/after.out" 2>&1 || { cat "$tmp/after.out"; return 1; }
 	read -r att wr dr fo <"$tmp/after.out"
 	[[ $dr -eq 0 ]] || { echo "  after: $dr dropped (no ring)"; return 1; }
 	sleep 0.3
@@ -340,7 +350,7 @@ pid_namespace() {
 	if grep -E "quarantined|not the process" "$tmp/$bus/tailbusd.out"; then
 		return 1
 	fi
-	cat "$tmp/nexpect" "$tmp/kexpect" >"$tmp/nkexpect"
+	cat "$tmp/nexpect" "$tmp/pexpect" "$tmp/kexpect" >"$tmp/nkexpect"
 	compare_expect $bus "$tmp/nkexpect"
 }
 check_skip_status=77 check "producers in another PID namespace: judged by their owner lock, kept while they run, freed when killed" pid_namespace

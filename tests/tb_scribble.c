@@ -11,7 +11,8 @@
  * slots:   leaves every slot in a state no honest producer leaves it in,
  *          slot i (plus the round) choosing which: a state that is none,
  *          CLAIMED by a running process (pid 1), LIVE or QUARANTINED with
- *          pid 1 and a start time that is not init's, or none at all.
+ *          pid 1 and a start time that is not init's, or none at all;
+ *          odd rounds name another PID namespace with no owner lock held.
  * header-magic: a magic that is not tailbus's; header-size: a total size
  *          one page larger (no longer the layout's); header-layout: the
  *          header of a valid layout with one slot less, whole.
@@ -56,6 +57,9 @@ static void scribble_slots(tb_seg *s, int round)
 		}
 		slot->pid = INIT_PID;
 		slot->pid_start_time = (i + (uint32_t)round) % 5 == 4 ? 0 : NOT_INITS_START;
+		/* every other round, from "another PID namespace" whose owner
+		 * lock no one holds: a LIVE one is then gone, not an impostor */
+		slot->pid_ns = round % 2 ? (uint64_t)rand() + 1 : 0;
 		slot->generation = (uint32_t)rand();
 		slot->attached_ns = 0;
 		__atomic_store_n(&slot->state, state, __ATOMIC_RELEASE);

@@ -5,6 +5,7 @@
  * housekept by hand.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -227,6 +228,81 @@ static void a_claim_taken_back_and_claimed_again_is_not_published_twice(void **s
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }
 
+/* The owner lock decides who may take a slot: a slot whose lock another
+ * open still holds (its last owner not yet let go, a fork()ed child of it)
+ * is left FREE by a claim, which goes on to the next. */
+static void a_slot_whose_lock_is_held_is_not_claimed(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	int fd = open(f->c.seg.path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(tb_owner_lock(fd, 1), 0);
+	tb_producer *p = tb_attach(BUS, "late");
+	assert_int_equal(tb_producer_error(p, NULL), -EBUSY); /* slot 0 is the fixture's */
+	tb_detach(p);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	close(fd); /* let go */
+	p = tb_attach(BUS, "late");
+	assert_int_equal(tb_producer_error(p, NULL), 0);
+	assert_int_equal(p->slot, 1);
+	tb_detach(p);
+}
+
+/* tb_detach lets the lock go itself: a fork()ed child that shares the
+ * handle's open and mapping would otherwise keep it, and no one could
+ * claim the slot while the child lives. */
+static void detach_lets_the_lock_go_while_a_child_shares_it(void **state)
+{
+	struct fixture *f = *state;
+	tb_producer *p = tb_attach(BUS, "parent");
+	assert_int_equal(p->slot, 1);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	tb_detach(p);
+	assert_int_equal(tb_owner_locked(f->c.seg.fd, 1), 0);
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	housekeep(f);
+}
+
+/* A handle whose slot was taken back (its owner judged gone) and claimed
+ * again, here by this very process, detaches nothing of the new claim:
+ * the slot is the old handle's only while its generation is. */
+static void a_handle_detaches_only_its_own_claim(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_slot_follow *fo = &f->c.slots[1];
+	tb_producer *old = tb_attach(BUS, "old");
+	assert_int_equal(old->slot, 1);
+	housekeep(f);
+	assert_true(fo->followed);
+	/* judged gone (its pid a child that ended, its lock not held) */
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	tb_owner_unlock(((tb_seg *)old->seg)->fd, 1);
+	fo->owner.pid = child;
+	housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	tb_producer *now = tb_attach(BUS, "now");
+	assert_int_equal(now->slot, 1);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_LIVE);
+	tb_detach(old);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_LIVE);
+	assert_int_equal(tb_owner_locked(f->c.seg.fd, 1), 1);
+	tb_detach(now);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
+	housekeep(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +319,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_claim_taken_back_and_claimed_again_is_not_published_twice, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_slot_whose_lock_is_held_is_not_claimed, setup, teardown),
+		cmocka_unit_test_setup_teardown(detach_lets_the_lock_go_while_a_child_shares_it, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_handle_detaches_only_its_own_claim, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,10 @@
  * start time (field 22 of /proc/<pid>/stat) and the inode of its PID
  * namespace, and it holds the slot's owner lock: a write lock on byte
  * TB_OWNER_LOCK_BASE + slot of the bus file, taken on its own open file
- * description (F_OFD_SETLK), which the kernel drops when the producer's last
- * descriptor of that open closes (tb_detach, or its death however it comes).
+ * description (F_OFD_SETLK). tb_detach lets it go; the kernel drops it when
+ * the open's last reference goes (its descriptor and its mapping: at the
+ * producer's death, however it comes). A claim finds the lock still held
+ * when the slot's last owner has not let go yet, and leaves the slot.
  *
  * Seen from the PID namespace the producer ran in, the pid and start time
  * name it exactly, and a fork()ed child that keeps the descriptor open does
@@ -34,7 +36,7 @@ enum tb_owner_state {
 typedef struct tb_owner {
 	int32_t pid;
 	uint64_t start_time; /* /proc/<pid>/stat field 22; 0: never written */
-	uint64_t pid_ns;     /* the owner's PID namespace inode; 0: unknown, or no owner lock */
+	uint64_t pid_ns;     /* the owner's PID namespace inode, TB_PID_NS_UNKNOWN, or 0: no lock */
 } tb_owner;
 
 /* The inode of the calling process's PID namespace (/proc/self/ns/pid), or
@@ -49,6 +51,11 @@ void tb_owner_unlock(int fd, uint32_t slot);
 /* Whether an open of the file other than `fd`'s holds slot `slot`'s owner
  * lock: 1, 0, or a negative errno when it cannot be told. */
 int tb_owner_locked(int fd, uint32_t slot);
+
+/* Whether the owner is in another PID namespace than `own_ns` (the
+ * caller's tb_pid_namespace()), where its pid names some other process or
+ * none: then only its lock tells. */
+bool tb_owner_elsewhere(const tb_owner *o, uint64_t own_ns);
 
 /* The rule. `own_ns` is the caller's tb_pid_namespace(); `fd` an open of
  * the bus file (any mode) for the lock; `check_start` compares the start

@@ -116,6 +116,8 @@ typedef struct tb_producer {
 	uint32_t fold_metric_plus_one[TB_FOLD_LANES_MAX];
 	uint64_t folded;
 	uint64_t *shared_folded; /* the slot's counter, or &folded for a no-op handle */
+	uint32_t generation;     /* the slot's generation as our claim left it */
+	int32_t owner_pid;       /* the process that claimed it */
 } tb_producer;
 
 /* Claim a ring on bus `bus` (NULL: $TAILBUS_BUS, else "default") for the

@@ -138,6 +138,9 @@ enum tb_slot_state {
 /* Slot i's owner lock is byte TB_OWNER_LOCK_BASE + i of the bus file
  * (tailbus/owner.h), beyond the end of any segment. */
 #define TB_OWNER_LOCK_BASE (UINT64_C(1) << 48)
+/* A slot's pid_ns when its owner holds the lock but cannot read its own
+ * namespace (no /proc): judged by the lock wherever it is read. */
+#define TB_PID_NS_UNKNOWN UINT64_MAX
 #define TB_METRIC_NAME_MAX 48
 
 typedef struct tb_slot {
@@ -149,7 +152,8 @@ typedef struct tb_slot {
 	uint64_t pid_start_time; /* /proc/<pid>/stat field 22, clock ticks since boot */
 	char thread_name[TB_THREAD_NAME_MAX];
 	/* ABI 4.2: the inode of the owner's PID namespace when it holds the
-	 * slot's owner lock (TB_OWNER_LOCK_BASE), else 0 (tailbus/owner.h) */
+	 * slot's owner lock (TB_OWNER_LOCK_BASE; TB_PID_NS_UNKNOWN when it
+	 * cannot read which), else 0 (tailbus/owner.h) */
 	uint64_t pid_ns;
 	/* line 1: counters only the producer writes (cold path: on a drop) */
 	alignas(TB_CACHELINE) uint64_t dropped; /* events lost to a full ring, exactly */
