@@ -328,13 +328,21 @@ pid_namespace() {
 		"$TB_EMIT" --bus $bus --name contained --prefix n --count 3000 --rate 1000 --seed 29 \
 		--expect "$tmp/nexpect" >"$tmp/n.out" &
 	local n=$!
-	TAILBUS_DIR="$tmp/$bus/seg" unshare --pid --fork --mount-proc sh -c \
-		'mount -t tmpfs none /proc && exec "$0" "$@"' \
-		"$TB_EMIT" --bus $bus --name noproc --prefix p --count 3000 --rate 1000 --seed 37 \
-		--expect "$tmp/pexpect" >"$tmp/p.out" || return 1
-	wait $n || return 1
-	local f
-	for f in n p; do
+	# A sanitizer's run-time reads its options and the threads to stop
+	# from /proc, and dies without it: that producer only where there is none
+	local f ran=n
+	if grep -q -a __asan_init "$TB_EMIT"; then
+		echo "  (a sanitized build: the producer without /proc is left out)"
+	else
+		ran="n p"
+		TAILBUS_DIR="$tmp/$bus/seg" unshare --pid --fork --mount-proc \
+			sh -c 'mount -t tmpfs none /proc && exec "$0" "$@"' \
+			"$TB_EMIT" --bus $bus --name noproc --prefix p --count 3000 --rate 1000 --seed 37 \
+			--expect "$tmp/pexpect" >"$tmp/p.out" 2>"$tmp/p.err" ||
+			{ echo "  the producer without /proc failed:"; cat "$tmp/p.err"; return 1; }
+	fi
+	wait $n || { echo "  the contained producer failed"; return 1; }
+	for f in $ran; do
 		read -r att wr dr fo <"$tmp/$f.out"
 		[[ $att -eq 3000 && $wr -eq 3000 ]] || { echo "  $f: $att attempted, $wr written"; return 1; }
 	done
@@ -350,6 +358,7 @@ pid_namespace() {
 	if grep -E "quarantined|not the process" "$tmp/$bus/tailbusd.out"; then
 		return 1
 	fi
+	[[ $ran == *p* ]] || : >"$tmp/pexpect"
 	cat "$tmp/nexpect" "$tmp/pexpect" "$tmp/kexpect" >"$tmp/nkexpect"
 	compare_expect $bus "$tmp/nkexpect"
 }
