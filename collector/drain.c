@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "collector.h"
+#include "../lib/slot_word.h"
 
 static int64_t mono_now(void)
 {
@@ -501,7 +502,8 @@ static void release_slot(tb_drainer *d, uint32_t i)
 	s->pid_start_time = 0;
 	s->pid_ns = 0;
 	s->attached_ns = 0; /* the next claim is judged from its own (slots.c) */
-	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
+	/* a new generation: a claim taken back here cannot publish after all */
+	tb_slot_free(s);
 }
 
 /* Whether this thread holds slot i for this pass: it keeps it while it is

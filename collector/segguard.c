@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "../lib/slot_word.h"
 
 /* The collector whose segment the handler guards: tailbusd has one. */
 static tb_collector *guarded;
@@ -186,9 +187,8 @@ static bool past(uint64_t cut, uint64_t off, uint64_t len)
 static void reset_free(tb_collector *c, uint32_t i)
 {
 	tb_slot *s = tb_seg_slot(&c->seg, i);
-	uint32_t expect = TB_SLOT_FREE;
-	if (!__atomic_compare_exchange_n(&s->state, &expect, TB_SLOT_CLAIMED, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_RELAXED))
+	uint64_t claimed;
+	if (!tb_slot_claim(s, &claimed)) /* as a producer claims: a new generation */
 		return;
 	tb_seg_ring_reset(&c->seg, i, 0);
 	pthread_mutex_lock(&c->slot_lock);
@@ -196,7 +196,7 @@ static void reset_free(tb_collector *c, uint32_t i)
 	pthread_mutex_unlock(&c->slot_lock);
 	tb_seg_folds_reset(&c->seg, i);
 	s->attached_ns = 0;
-	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
+	tb_slot_free(s);
 }
 
 /* The header as the collector made or validated it, with its own fields. */
@@ -226,7 +226,8 @@ static void restore_header(tb_collector *c, size_t len)
 }
 
 /* Slot i's owner, where a cut zeroed it: written back from what the
- * collector followed, for housekeeping. */
+ * collector followed, for housekeeping, and its generation, by which its
+ * owner's tb_detach knows it. */
 static void restore_owner(tb_collector *c, uint32_t i)
 {
 	tb_slot_follow *f = &c->slots[i];
@@ -235,6 +236,7 @@ static void restore_owner(tb_collector *c, uint32_t i)
 		s->pid = f->owner.pid;
 		s->pid_start_time = f->owner.start_time;
 		s->pid_ns = f->owner.pid_ns;
+		__atomic_store_n(&s->generation, f->generation, __ATOMIC_RELAXED);
 	}
 }
 

@@ -104,6 +104,26 @@ uint64_t tb__map_guard_repairs(void)
 	return __atomic_load_n(&repairs, __ATOMIC_RELAXED);
 }
 
+void tb__map_guard_forget_writable(void)
+{
+	int null = -1;
+	for (int k = 0; k < TB_MAP_GUARD_MAPPINGS; k++) {
+		uint8_t *base = __atomic_load_n(&table[k].base, __ATOMIC_ACQUIRE);
+		if (base <= FILLING || !table[k].writable)
+			continue;
+		mmap(base, table[k].size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		     -1, 0);
+		if (null < 0)
+			null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		/* the number stays taken (the handle closes it at detach) */
+		if (null >= 0)
+			dup3(null, table[k].fd, O_CLOEXEC);
+		table[k].writable = false;
+	}
+	if (null >= 0)
+		close(null);
+}
+
 /* A private page of zeros over the faulting page of l. */
 static bool cover(listed *l, uint8_t *page)
 {

@@ -25,6 +25,13 @@ void tb__map_guard_remove(const uint8_t *base);
 /* Faults in the listed mapping at `base` covered by a private page since
  * it was listed (0 also when it is not listed). */
 uint32_t tb__map_guard_covered(const uint8_t *base);
+/* In a fork()ed child (an atfork handler: only system calls): every
+ * writable mapping becomes private anonymous memory over the same range,
+ * and its descriptor /dev/null's, so the child holds no reference to the
+ * parent's opens of the bus file (nor their owner locks, owner.h), and
+ * what it records through inherited handles lands nowhere, instead of in
+ * rings its parent writes. */
+void tb__map_guard_forget_writable(void);
 /* Install the SIGBUS handler, once a process: 0 or a negative errno. */
 int tb__map_guard_install(void);
 /* Faults in writable mappings whose file was given its size back, or

@@ -12,6 +12,7 @@
  * counted (tb__full).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 #include "tailbus/bus.h"
 #include "tailbus/owner.h"
 #include "../lib/map_guard.h"
-#include "claim.h"
+#include "../lib/slot_word.h"
 #include "tailbus/producer.h"
 #include "tailbus/segment.h"
 
@@ -151,65 +152,6 @@ static int prefault_ring(void *ring, uint64_t bytes)
 	return 0;
 }
 
-TB_STATIC_ASSERT(offsetof(tb_slot, generation) == offsetof(tb_slot, state) + 4,
-		 "a slot's state and generation are one 64-bit word");
-
-/* The state and generation word, as memory holds it: endian-neutral. */
-typedef union claim_word {
-	struct {
-		uint32_t state, generation;
-	} f;
-	uint64_t w;
-} claim_word;
-
-bool tb__slot_claim(tb_slot *s, uint64_t *claimed)
-{
-	uint64_t *word = (uint64_t *)(void *)&s->state;
-	claim_word seen = {.w = __atomic_load_n(word, __ATOMIC_RELAXED)};
-	if (seen.f.state != TB_SLOT_FREE)
-		return false;
-	claim_word next = {.f = {TB_SLOT_CLAIMED, seen.f.generation + 1}};
-	if (!__atomic_compare_exchange_n(word, &seen.w, next.w, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_RELAXED))
-		return false;
-	*claimed = next.w;
-	return true;
-}
-
-bool tb__slot_publish(tb_slot *s, uint64_t claimed)
-{
-	claim_word live = {.w = claimed};
-	live.f.state = TB_SLOT_LIVE;
-	return __atomic_compare_exchange_n((uint64_t *)(void *)&s->state, &claimed, live.w, false,
-					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-}
-
-void tb__slot_unclaim(tb_slot *s, uint64_t claimed)
-{
-	claim_word freed = {.w = claimed};
-	freed.f.state = TB_SLOT_FREE;
-	__atomic_compare_exchange_n((uint64_t *)(void *)&s->state, &claimed, freed.w, false,
-				    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-}
-
-uint32_t tb__slot_generation(uint64_t claimed)
-{
-	claim_word w = {.w = claimed};
-	return w.f.generation;
-}
-
-bool tb__slot_detach(tb_slot *s, uint32_t generation)
-{
-	uint64_t *word = (uint64_t *)(void *)&s->state;
-	claim_word seen = {.w = __atomic_load_n(word, __ATOMIC_ACQUIRE)};
-	if (seen.f.generation != generation ||
-	    (seen.f.state != TB_SLOT_LIVE && seen.f.state != TB_SLOT_QUARANTINED))
-		return false;
-	claim_word detached = {.f = {TB_SLOT_DETACHED, generation}};
-	return __atomic_compare_exchange_n(word, &seen.w, detached.w, false, __ATOMIC_ACQ_REL,
-					   __ATOMIC_RELAXED);
-}
-
 /* The owner lock's namespace word (seg_abi.h): ours, or "another, judge by
  * the lock" when /proc cannot say which is ours. */
 static uint64_t owner_pid_ns(void)
@@ -223,7 +165,7 @@ static int claim_slot(tb_seg *seg, const char *thread_name, uint32_t *generation
 	for (uint32_t i = 0; i < seg->layout.slot_count; i++) {
 		tb_slot *s = tb_seg_slot(seg, i);
 		uint64_t claimed;
-		if (!tb__slot_claim(s, &claimed))
+		if (!tb_slot_claim(s, &claimed))
 			continue;
 		/* the owner lock. Held by another open: the slot's last owner
 		 * is still letting go (between its DETACHED and its unlock), a
@@ -232,7 +174,7 @@ static int claim_slot(tb_seg *seg, const char *thread_name, uint32_t *generation
 		 * A file system without OFD locks: the pid alone judges us. */
 		int locked = tb_owner_lock(seg->fd, i);
 		if (locked == -EAGAIN) {
-			tb__slot_unclaim(s, claimed);
+			tb_slot_settle(s, claimed, TB_SLOT_FREE);
 			continue;
 		}
 		/* its pages before it is published: a ring that cannot have
@@ -241,7 +183,7 @@ static int claim_slot(tb_seg *seg, const char *thread_name, uint32_t *generation
 		if (rc < 0) {
 			if (locked == 0)
 				tb_owner_unlock(seg->fd, i);
-			tb__slot_unclaim(s, claimed);
+			tb_slot_settle(s, claimed, TB_SLOT_FREE);
 			return rc;
 		}
 		s->pid = getpid();
@@ -262,20 +204,33 @@ static int claim_slot(tb_seg *seg, const char *thread_name, uint32_t *generation
 				 __ATOMIC_RELEASE);
 		/* the collector takes back a claim stuck for seconds (this thread
 		 * stopped here): then the slot is no longer ours to publish,
-		 * even if another has claimed it since (claim.h) */
-		if (!tb__slot_publish(s, claimed)) {
+		 * even if another has claimed it since (slot_word.h) */
+		if (!tb_slot_settle(s, claimed, TB_SLOT_LIVE)) {
 			if (locked == 0)
 				tb_owner_unlock(seg->fd, i);
 			continue;
 		}
-		*generation = tb__slot_generation(claimed);
+		*generation = tb_slot_word_generation(claimed);
 		return (int)i;
 	}
 	return -EBUSY;
 }
 
+/* A fork()ed child lets go of its parent's rings (map_guard.h). */
+static void forget_in_child(void)
+{
+	tb__map_guard_forget_writable();
+}
+
+static void watch_forks(void)
+{
+	pthread_atfork(NULL, NULL, forget_in_child);
+}
+
 tb_producer *tb_attach(const char *bus, const char *thread_name)
 {
+	static pthread_once_t forks = PTHREAD_ONCE_INIT;
+	pthread_once(&forks, watch_forks);
 	tb_producer *p = calloc(1, sizeof(*p));
 	if (!p) {
 		errno = ENOMEM;
@@ -356,7 +311,7 @@ void tb_detach(tb_producer *p)
 			if (__atomic_load_n(&s->generation, __ATOMIC_RELAXED) == p->generation &&
 			    (state == TB_SLOT_LIVE || state == TB_SLOT_QUARANTINED))
 				__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
-			tb__slot_detach(s, p->generation);
+			tb_slot_detach(s, p->generation);
 			/* after DETACHED: a forked child sharing this open must
 			 * not keep the lock (closing our descriptor would not
 			 * drop it then) */

@@ -14,13 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-#include "../producer/claim.h"
+#include "../lib/slot_word.h"
 #include "collector_fixture.h"
 
 /* A thread that writes exactly a ring and leaves; the next one to take its
@@ -206,24 +207,27 @@ static void an_owner_in_another_pid_namespace_is_judged_by_its_lock(void **state
 /* A claimer stopped mid-claim for seconds: the collector takes the slot
  * back and another producer claims it. The first claimer, going on, must
  * not publish the slot over the second's claim (two producers on one ring):
- * each claim moves the generation with the state (claim.h). */
+ * each claim moves the generation with the state (slot_word.h). */
 static void a_claim_taken_back_and_claimed_again_is_not_published_twice(void **state)
 {
 	struct fixture *f = *state;
 	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
 	tb_slot_follow *fo = &f->c.slots[1];
-	uint64_t first, second;
-	assert_true(tb__slot_claim(s, &first));
-	assert_false(tb__slot_claim(s, &second)); /* not FREE */
+	uint64_t first = 0, second = 0;
+	assert_true(tb_slot_claim(s, &first));
+	assert_false(tb_slot_claim(s, &second)); /* not FREE */
 	/* stuck for 2 s by the collector's clock: taken back */
 	housekeep(f);
 	fo->stuck_since_ns -= 3000000000LL;
 	housekeep(f);
 	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
-	assert_true(tb__slot_claim(s, &second));
-	assert_false(tb__slot_publish(s, first)); /* the stopped claimer goes on */
+	/* freed with a new generation: whoever claims it next (a producer, or
+	 * the collector mending a cut ring) never recreates the first claim */
+	assert_int_equal(s->generation, tb_slot_word_generation(first) + 1);
+	assert_true(tb_slot_claim(s, &second));
+	assert_false(tb_slot_settle(s, first, TB_SLOT_LIVE)); /* the stopped claimer goes on */
 	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_CLAIMED);
-	assert_true(tb__slot_publish(s, second));
+	assert_true(tb_slot_settle(s, second, TB_SLOT_LIVE));
 	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_LIVE);
 	__atomic_store_n(&s->state, TB_SLOT_FREE, __ATOMIC_RELEASE);
 }
@@ -249,15 +253,15 @@ static void a_slot_whose_lock_is_held_is_not_claimed(void **state)
 	tb_detach(p);
 }
 
-/* tb_detach lets the lock go itself: a fork()ed child that shares the
- * handle's open and mapping would otherwise keep it, and no one could
- * claim the slot while the child lives. */
+/* tb_detach lets the lock go itself: a child of a raw fork (no atfork
+ * handlers run) shares the handle's open and mapping and would otherwise
+ * keep it, and no one could claim the slot while the child lives. */
 static void detach_lets_the_lock_go_while_a_child_shares_it(void **state)
 {
 	struct fixture *f = *state;
 	tb_producer *p = tb_attach(BUS, "parent");
 	assert_int_equal(p->slot, 1);
-	pid_t child = fork();
+	pid_t child = (pid_t)syscall(SYS_fork);
 	assert_true(child >= 0);
 	if (child == 0) {
 		pause();
@@ -303,6 +307,81 @@ static void a_handle_detaches_only_its_own_claim(void **state)
 	housekeep(f);
 }
 
+/* A fork()ed child of an engine lets go of the engine's rings: when the
+ * engine dies, its slot can be claimed again although the child lives on
+ * (it shared the open and mapping, and with them the owner lock); and
+ * what the child records through an inherited handle lands nowhere. */
+static void a_forked_child_does_not_keep_its_parents_slot(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	int ready[2];
+	assert_int_equal(pipe(ready), 0);
+	pid_t engine = fork();
+	assert_true(engine >= 0);
+	if (engine == 0) {
+		tb_producer *p = tb_attach(BUS, "engine");
+		if (p->slot != 1)
+			_exit(1);
+		pid_t child = fork();
+		if (child == 0) {
+			tb_metric_t m = tb_metric(p, "inherited");
+			for (int k = 0; k < 100000; k++)
+				tb_span(p, m, 1, 2);
+			pid_t me = getpid();
+			if (write(ready[1], &me, sizeof(me)) < 0)
+				_exit(1);
+			for (;;)
+				pause();
+		}
+		_exit(child > 0 ? 0 : 1); /* dies attached */
+	}
+	int status = 0;
+	assert_int_equal(waitpid(engine, &status, 0), engine);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pid_t child = 0;
+	assert_int_equal(read(ready[0], &child, sizeof(child)), (ssize_t)sizeof(child));
+	assert_true(child > 0);
+	close(ready[0]);
+	close(ready[1]);
+	assert_int_equal(tb_owner_locked(f->c.seg.fd, 1), 0);
+	housekeep(f); /* followed */
+	housekeep(f); /* the engine is gone: freed */
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	tb_producer *p = tb_attach(BUS, "next");
+	assert_int_equal(tb_producer_error(p, NULL), 0);
+	assert_int_equal(p->slot, 1);
+	assert_int_equal(kill(child, 0), 0); /* recorded, and runs */
+	kill(child, SIGKILL); /* not ours to reap: the engine's */
+	tb_detach(p);
+	housekeep(f);
+}
+
+/* A cut over the slot table zeroes the slot lines; the collector writes
+ * back what it followed, the generation with the owner, so that the
+ * owner's tb_detach still knows its claim and the slot is freed while its
+ * process runs on. */
+static void a_handle_detaches_after_a_cut_over_its_slot(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_producer *p = tb_attach(BUS, "cut");
+	assert_int_equal(p->slot, 1);
+	housekeep(f);
+	assert_true(f->c.slots[1].followed);
+	int fd = open(f->c.seg.path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)f->c.seg.layout.slots_off), 0);
+	close(fd);
+	assert_true(tb_segguard_check(&f->c)); /* size given back, rings quarantined */
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_QUARANTINED);
+	assert_int_equal(s->pid, getpid());
+	tb_detach(p);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
+	housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +402,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(detach_lets_the_lock_go_while_a_child_shares_it, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_handle_detaches_only_its_own_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_forked_child_does_not_keep_its_parents_slot, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_handle_detaches_after_a_cut_over_its_slot, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,8 +10,10 @@
  * when the slot's last owner has not let go yet, and leaves the slot.
  *
  * Seen from the PID namespace the producer ran in, the pid and start time
- * name it exactly, and a fork()ed child that keeps the descriptor open does
- * not keep a dead parent's slot. From another namespace (a producer in a
+ * name it exactly, whoever else holds the open. (A fork()ed child lets go
+ * of its parent's opens as it starts, map_guard.h; one made by a raw fork
+ * system call, which runs no atfork handler, keeps them, and with them the
+ * lock, until it exits.) From another namespace (a producer in a
  * container, the collector outside) the pid means nothing there, so only
  * the lock tells. tb_owner_check applies that rule for the collector and
  * the tools alike.

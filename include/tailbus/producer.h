@@ -123,7 +123,9 @@ typedef struct tb_producer {
 /* Claim a ring on bus `bus` (NULL: $TAILBUS_BUS, else "default") for the
  * calling thread, creating the segment if no one has. `thread_name` may be
  * NULL. Returns a handle (live, or a counted no-op: see tb_producer_error),
- * or NULL with errno ENOMEM when not even that could be allocated. */
+ * or NULL with errno ENOMEM when not even that could be allocated. The
+ * first call registers an atfork handler: in a fork()ed child, inherited
+ * handles record nothing (the child attaches anew). */
 tb_producer *tb_attach(const char *bus, const char *thread_name);
 /* Give the ring back; the collector drains what is left in it. */
 void tb_detach(tb_producer *p);
@@ -159,10 +161,10 @@ int tb_producer_collector(const tb_producer *p, const char **why);
  * the file its size back (ftruncate) and returns, so the store is retried
  * and lands, its event lost with the rest of the cut ring (the collector
  * quarantines the ring; later events are counted dropped). A page the file
- * system cannot give back (tmpfs or hugetlbfs full) gets a private page
- * mapped over it: the thread goes on and what it writes there is lost. A
- * fault
- * anywhere else goes to the handler that was installed before, or to the
+ * system cannot give back (tmpfs or hugetlbfs full), or a file it cannot
+ * give its size back, gets a private page mapped over it: the thread goes
+ * on and what it writes there is lost. A fault anywhere else goes to the
+ * handler that was installed before, or to the
  * default action. Up to TB_GUARD_SEGMENTS attached handles are covered at a
  * time. Returns 0 or a negative errno (sigaction's). */
 #define TB_GUARD_SEGMENTS 256

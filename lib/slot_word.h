@@ -1,0 +1,106 @@
+/* slot_word.h - a slot's state and generation, moved together.
+ *
+ * The two are adjacent 32-bit words, state first, at the start of an
+ * aligned line (seg_abi.h), so one 64-bit compare-and-swap moves both. The
+ * generation goes up at every claim and every free, and a claim publishes
+ * (CLAIMED -> LIVE) or a handle detaches (-> DETACHED) only while the word
+ * is as its claim left it. A claimer stopped mid-claim whose claim the
+ * collector took back (and freed, and perhaps another claimed since) finds
+ * another generation and publishes nothing: two producers never share a
+ * ring that way, and an old handle never detaches a newer claim.
+ *
+ * Private to the libraries (producer.c, the collector) and their tests.
+ * Others may still store the state word alone (32-bit: quarantine); the
+ * 64-bit compares see that. Mixed-size atomics on one location are outside
+ * C11 but well defined on the targets (x86-64, arm64).
+ */
+#ifndef TAILBUS_SLOT_WORD_H
+#define TAILBUS_SLOT_WORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tailbus/seg_abi.h"
+
+TB_STATIC_ASSERT(offsetof(tb_slot, generation) == offsetof(tb_slot, state) + 4,
+		 "a slot's state and generation are one 64-bit word");
+
+/* The word as memory holds it: endian-neutral. */
+typedef union tb_slot_word {
+	struct {
+		uint32_t state, generation;
+	} f;
+	uint64_t w;
+} tb_slot_word;
+
+static inline uint64_t *tb_slot_word_of(tb_slot *s)
+{
+	return (uint64_t *)(void *)&s->state;
+}
+
+static inline uint64_t tb_slot_word_make(uint32_t state, uint32_t generation)
+{
+	tb_slot_word w = {.f = {state, generation}};
+	return w.w;
+}
+
+static inline uint32_t tb_slot_word_generation(uint64_t word)
+{
+	tb_slot_word w = {.w = word};
+	return w.f.generation;
+}
+
+/* FREE -> CLAIMED, generation + 1. True with *claimed, the word the claim
+ * left; false when the slot is not FREE (or was taken meanwhile). */
+static inline bool tb_slot_claim(tb_slot *s, uint64_t *claimed)
+{
+	tb_slot_word seen = {.w = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_RELAXED)};
+	if (seen.f.state != TB_SLOT_FREE)
+		return false;
+	uint64_t next = tb_slot_word_make(TB_SLOT_CLAIMED, seen.f.generation + 1);
+	if (!__atomic_compare_exchange_n(tb_slot_word_of(s), &seen.w, next, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return false;
+	*claimed = next;
+	return true;
+}
+
+/* CLAIMED -> `state` (LIVE to publish, FREE to give the claim up), if the
+ * slot is still as `claimed` says. */
+static inline bool tb_slot_settle(tb_slot *s, uint64_t claimed, uint32_t state)
+{
+	return __atomic_compare_exchange_n(tb_slot_word_of(s), &claimed,
+					   tb_slot_word_make(state, tb_slot_word_generation(claimed)),
+					   false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/* LIVE or QUARANTINED -> DETACHED while the slot is of `generation` (a
+ * quarantine landing between the load and the swap is retried). */
+static inline bool tb_slot_detach(tb_slot *s, uint32_t generation)
+{
+	tb_slot_word seen = {.w = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_ACQUIRE)};
+	while (seen.f.generation == generation &&
+	       (seen.f.state == TB_SLOT_LIVE || seen.f.state == TB_SLOT_QUARANTINED)) {
+		if (__atomic_compare_exchange_n(tb_slot_word_of(s), &seen.w,
+						tb_slot_word_make(TB_SLOT_DETACHED, generation), false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
+}
+
+/* The collector's: FREE, generation + 1, from whatever the slot holds, with
+ * release (what was written to the slot and ring before happens before a
+ * claim). */
+static inline void tb_slot_free(tb_slot *s)
+{
+	uint64_t seen = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(
+		tb_slot_word_of(s), &seen,
+		tb_slot_word_make(TB_SLOT_FREE, tb_slot_word_generation(seen) + 1), false,
+		__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+#endif
