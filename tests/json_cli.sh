@@ -116,4 +116,43 @@ clock_env() {
 }
 check "clock --json and env --json: documented keys only" clock_env
 
+# every key a table of docs/cli.md names for a verb's JSON (the first
+# column's `key`s, under "## tailbus VERB") is one docs/json.md lists for it,
+# as a whole path or as a path's last key: the two documents agree
+cli_tables() {
+	python3 - "$DOC" "$(dirname "$DOC")/cli.md" <<'EOF'
+import re, sys
+doc, cli = sys.argv[1:]
+listed, block = {}, None
+for line in open(doc):
+    line = line.strip()
+    if line.startswith("```keys "):
+        block = line.split()[1]
+    elif line.startswith("```"):
+        block = None
+    elif block and line:
+        listed.setdefault(block, set()).update({line, re.split(r"[.\]]", line)[-1]})
+verb, table, bad, seen = None, False, [], 0
+for line in open(cli):
+    m = re.match(r"## tailbus (\w+)", line)
+    if line.startswith("## "):
+        verb = m.group(1) if m else None
+    if line.startswith("| key | type | meaning |"):
+        table = True
+    elif table and line.startswith("| ") and verb:
+        for key in re.findall(r"`([^`]+)`", line.split("|")[1]):
+            seen += 1
+            if key.lstrip(".") not in listed.get(verb, set()):  # ".b": a sibling
+                bad.append("%s: '%s'" % (verb, key))
+    elif not line.startswith("|"):
+        table = False
+if seen < 50:
+    sys.exit("  only %d keys found in the tables of %s" % (seen, cli))
+for b in bad:
+    print("  docs/cli.md names %s, which docs/json.md does not list" % b)
+sys.exit(1 if bad else 0)
+EOF
+}
+check "docs/cli.md's JSON tables name only keys docs/json.md lists" cli_tables
+
 summary json_cli
