@@ -10,26 +10,21 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 : "${TAILBUS:?}" "${TAILBUSD:?}" "${TB_EMIT:?}"
-DOC="$(dirname "${BASH_SOURCE[0]}")/../docs/json.md"
+HERE="$(dirname "${BASH_SOURCE[0]}")"
+DOC="$HERE/../docs/json.md"
 use_tmp
 unset TAILBUS_DIR TAILBUS_BUS
 
 # documented VERB FILE: every key path in FILE (one JSON document a line) is in
 # the ```keys VERB block of docs/json.md; says each one that is not
 documented() {
-	python3 - "$DOC" "$1" "$2" <<'EOF'
+	PYTHONPATH=$HERE python3 - "$DOC" "$1" "$2" <<'EOF'
 import json, re, sys
+from json_keys import blocks
 doc, verb, path = sys.argv[1:]
-patterns, block = [], None
-for line in open(doc):
-    line = line.strip()
-    if line.startswith("```keys "):
-        block = line.split()[1]
-    elif line.startswith("```"):
-        block = None
-    elif block == verb and line:
-        # '*' stands for one key (env.*) or one array's name (*[].count)
-        patterns.append(re.compile(re.escape(line).replace(r"\*", r"[^.\[\]]+") + "$"))
+# '*' stands for one key (env.*) or one array's name (*[].count)
+patterns = [re.compile(re.escape(k).replace(r"\*", r"[^.\[\]]+") + "$")
+            for k in blocks(doc).get(verb, [])]
 if not patterns:
     sys.exit("  no keys block for %s in %s" % (verb, doc))
 def walk(v, p, out):
@@ -120,18 +115,12 @@ check "clock --json and env --json: documented keys only" clock_env
 # column's `key`s, under "## tailbus VERB") is one docs/json.md lists for it,
 # as a whole path or as a path's last key: the two documents agree
 cli_tables() {
-	python3 - "$DOC" "$(dirname "$DOC")/cli.md" <<'EOF'
+	PYTHONPATH=$HERE python3 - "$DOC" "$(dirname "$DOC")/cli.md" <<'EOF'
 import re, sys
+from json_keys import blocks
 doc, cli = sys.argv[1:]
-listed, block = {}, None
-for line in open(doc):
-    line = line.strip()
-    if line.startswith("```keys "):
-        block = line.split()[1]
-    elif line.startswith("```"):
-        block = None
-    elif block and line:
-        listed.setdefault(block, set()).update({line, re.split(r"[.\]]", line)[-1]})
+listed = {verb: {k for key in keys for k in (key, re.split(r"[.\]]", key)[-1])}
+          for verb, keys in blocks(doc).items()}
 verb, table, bad, seen = None, False, [], 0
 for line in open(cli):
     m = re.match(r"## tailbus (\w+)", line)
