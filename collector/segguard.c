@@ -183,12 +183,12 @@ static bool past(uint64_t cut, uint64_t off, uint64_t len)
 }
 
 /* A free slot whose ring or lanes were cut: made whole again for the next
- * producer, claimed meanwhile so that none takes it bank reset. */
+ * producer, held meanwhile so that none takes it half reset (slot_word.h). */
 static void reset_free(tb_collector *c, uint32_t i)
 {
 	tb_slot *s = tb_seg_slot(&c->seg, i);
-	uint64_t claimed;
-	if (!tb_slot_claim(s, &claimed)) /* as a producer claims: a new generation */
+	uint64_t mending;
+	if (!tb_slot_mend_begin(s, c->slots[i].generation_seen, &mending))
 		return;
 	tb_seg_ring_reset(&c->seg, i, 0);
 	pthread_mutex_lock(&c->slot_lock);
@@ -196,7 +196,7 @@ static void reset_free(tb_collector *c, uint32_t i)
 	pthread_mutex_unlock(&c->slot_lock);
 	tb_seg_folds_reset(&c->seg, i);
 	s->attached_ns = 0;
-	tb_slot_free(s);
+	tb_slot_mend_end(s, mending);
 }
 
 /* The header as the collector made or validated it, with its own fields. */

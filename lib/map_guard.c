@@ -104,24 +104,28 @@ uint64_t tb__map_guard_repairs(void)
 	return __atomic_load_n(&repairs, __ATOMIC_RELAXED);
 }
 
+static int dev_null = -1;
+
+void tb__map_guard_prepare_forks(void)
+{
+	dev_null = open("/dev/null", O_RDWR | O_CLOEXEC);
+}
+
 void tb__map_guard_forget_writable(void)
 {
-	int null = -1;
 	for (int k = 0; k < TB_MAP_GUARD_MAPPINGS; k++) {
 		uint8_t *base = __atomic_load_n(&table[k].base, __ATOMIC_ACQUIRE);
 		if (base <= FILLING || !table[k].writable)
 			continue;
-		mmap(base, table[k].size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-		     -1, 0);
-		if (null < 0)
-			null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		/* the number stays taken (the handle closes it at detach) */
-		if (null >= 0)
-			dup3(null, table[k].fd, O_CLOEXEC);
+		/* MAP_NORESERVE: no commit charge to be refused for it */
+		mmap(base, table[k].size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+		/* the number stays taken, so the handle's close at detach closes
+		 * nothing of the child's; without /dev/null, closed */
+		if (dev_null < 0 || dup3(dev_null, table[k].fd, O_CLOEXEC) < 0)
+			close(table[k].fd);
 		table[k].writable = false;
 	}
-	if (null >= 0)
-		close(null);
 }
 
 /* A private page of zeros over the faulting page of l. */

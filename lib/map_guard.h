@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* Mappings listed at a time (TB_GUARD_SEGMENTS, TB_READ_GUARD_SEGMENTS). */
-#define TB_MAP_GUARD_MAPPINGS 256
+#define TB_MAP_GUARD_MAPPINGS 1024
 
 /* List a mapping of file `fd` (kept open while listed) before its first
  * access, whether or not the handler is installed: 0, or -ENOSPC when the
@@ -30,7 +30,10 @@ uint32_t tb__map_guard_covered(const uint8_t *base);
  * and its descriptor /dev/null's, so the child holds no reference to the
  * parent's opens of the bus file (nor their owner locks, owner.h), and
  * what it records through inherited handles lands nowhere, instead of in
- * rings its parent writes. */
+ * rings its parent writes. tb__map_guard_prepare_forks, once in the parent
+ * before any fork, opens the /dev/null it takes (where there is none, the
+ * child closes the descriptor instead). */
+void tb__map_guard_prepare_forks(void);
 void tb__map_guard_forget_writable(void);
 /* Install the SIGBUS handler, once a process: 0 or a negative errno. */
 int tb__map_guard_install(void);

@@ -90,6 +90,38 @@ static inline bool tb_slot_detach(tb_slot *s, uint32_t generation)
 	return false;
 }
 
+/* The generations a mend jumps over (tb_slot_mend_begin). */
+#define TB_SLOT_GENERATION_JUMP (UINT32_C(1) << 24)
+
+/* The collector's, to mend a FREE slot's cut ring: FREE -> DETACHED (a
+ * state no claim publishes from, and no claim takes) with a generation
+ * past both the slot's and `seen` (the highest the collector saw there)
+ * by TB_SLOT_GENERATION_JUMP. A cut over the slot line zeroes the
+ * generation, and the next generations would meet a claimer stopped
+ * mid-claim with its old word; this one does not. True with *mending. */
+static inline bool tb_slot_mend_begin(tb_slot *s, uint32_t seen, uint64_t *mending)
+{
+	tb_slot_word now = {.w = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_RELAXED)};
+	if (now.f.state != TB_SLOT_FREE)
+		return false;
+	uint32_t g = (int32_t)(now.f.generation - seen) > 0 ? now.f.generation : seen;
+	uint64_t next = tb_slot_word_make(TB_SLOT_DETACHED, g + TB_SLOT_GENERATION_JUMP);
+	if (!__atomic_compare_exchange_n(tb_slot_word_of(s), &now.w, next, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return false;
+	*mending = next;
+	return true;
+}
+
+/* The mend done: FREE, generation + 1, from the word the mend left only. */
+static inline void tb_slot_mend_end(tb_slot *s, uint64_t mending)
+{
+	__atomic_compare_exchange_n(
+		tb_slot_word_of(s), &mending,
+		tb_slot_word_make(TB_SLOT_FREE, tb_slot_word_generation(mending) + 1), false,
+		__ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
 /* The collector's: FREE, generation + 1, from whatever the slot holds, with
  * release (what was written to the slot and ring before happens before a
  * claim). */

@@ -216,15 +216,34 @@ static int claim_slot(tb_seg *seg, const char *thread_name, uint32_t *generation
 	return -EBUSY;
 }
 
+/* Held from a segment's open to its listing in the guard table, and by a
+ * fork() (an atfork prepare handler): a child never inherits an open that
+ * its handler cannot find and let go of. (A fork waits for an attach in
+ * that step: at most the bounded wait for a segment's creator, seconds
+ * only when one died mid-way.) */
+static pthread_mutex_t listing = PTHREAD_MUTEX_INITIALIZER;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&listing);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&listing);
+}
+
 /* A fork()ed child lets go of its parent's rings (map_guard.h). */
-static void forget_in_child(void)
+static void fork_child(void)
 {
 	tb__map_guard_forget_writable();
+	pthread_mutex_unlock(&listing);
 }
 
 static void watch_forks(void)
 {
-	pthread_atfork(NULL, NULL, forget_in_child);
+	tb__map_guard_prepare_forks();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 tb_producer *tb_attach(const char *bus, const char *thread_name)
@@ -246,14 +265,20 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 		return p;
 	}
 	const char *why = NULL;
+	pthread_mutex_lock(&listing);
 	int rc = tb_seg_open(seg, NULL, bus, NULL, TB_SEG_CREATE, &why);
+	if (rc == 0 && tb__map_guard_add(seg->base, seg->size, seg->fd, true) < 0) {
+		/* unlisted, it would be neither guarded nor let go of in a child */
+		tb_seg_close(seg);
+		rc = -EMFILE;
+		why = "more handles attached in this process than the library tracks (TB_GUARD_SEGMENTS)";
+	}
+	pthread_mutex_unlock(&listing);
 	if (rc < 0) {
 		free(seg);
 		make_noop(p, rc, why ? why : "cannot open the bus");
 		return p;
 	}
-	/* listed for the SIGBUS guard from the first store into the segment */
-	(void)tb__map_guard_add(seg->base, seg->size, seg->fd, true); /* full: not guarded */
 	uint32_t generation = 0;
 	int slot = claim_slot(seg, thread_name, &generation);
 	if (slot < 0) {

@@ -165,6 +165,7 @@ static void an_owner_in_another_pid_namespace_is_judged_by_its_lock(void **state
 	pid_t child = fork();
 	assert_true(child >= 0);
 	if (child == 0) { /* the producer: attaches, says so, waits to be killed */
+		alarm(10); /* gone even if the test fails before it kills it */
 		tb_producer *p = tb_attach(BUS, "contained");
 		char ok = tb_producer_error(p, NULL) == 0 && p->slot == 1 ? 'y' : 'n';
 		if (write(ready[1], &ok, 1) != 1)
@@ -264,6 +265,7 @@ static void detach_lets_the_lock_go_while_a_child_shares_it(void **state)
 	pid_t child = (pid_t)syscall(SYS_fork);
 	assert_true(child >= 0);
 	if (child == 0) {
+		alarm(10); /* gone even if the test fails before it kills it */
 		pause();
 		_exit(0);
 	}
@@ -311,9 +313,8 @@ static void a_handle_detaches_only_its_own_claim(void **state)
  * engine dies, its slot can be claimed again although the child lives on
  * (it shared the open and mapping, and with them the owner lock); and
  * what the child records through an inherited handle lands nowhere. */
-static void a_forked_child_does_not_keep_its_parents_slot(void **state)
+static void forked_child(struct fixture *f, bool fds_full)
 {
-	struct fixture *f = *state;
 	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
 	int ready[2];
 	assert_int_equal(pipe(ready), 0);
@@ -323,8 +324,12 @@ static void a_forked_child_does_not_keep_its_parents_slot(void **state)
 		tb_producer *p = tb_attach(BUS, "engine");
 		if (p->slot != 1)
 			_exit(1);
+		/* an engine at its descriptor limit: the child can open nothing */
+		while (fds_full && open("/dev/null", O_RDONLY) >= 0)
+			;
 		pid_t child = fork();
 		if (child == 0) {
+			alarm(10); /* gone even if the test fails before it kills it */
 			tb_metric_t m = tb_metric(p, "inherited");
 			for (int k = 0; k < 100000; k++)
 				tb_span(p, m, 1, 2);
@@ -355,6 +360,48 @@ static void a_forked_child_does_not_keep_its_parents_slot(void **state)
 	kill(child, SIGKILL); /* not ours to reap: the engine's */
 	tb_detach(p);
 	housekeep(f);
+}
+
+static void a_forked_child_does_not_keep_its_parents_slot(void **state)
+{
+	forked_child(*state, false);
+	forked_child(*state, true);
+}
+
+/* A FREE slot's ring mended after a cut over the slot table, which zeroed
+ * the generation: a claimer stopped mid-claim of the slot's first claim
+ * holds (CLAIMED, 1), which a mend through CLAIMED with a generation one
+ * up would recreate and let it publish. */
+static void a_mended_slot_is_no_stopped_claim(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	uint64_t stopped = 0, mending = 0, next = 0;
+	/* a real cut: the collector mends slot 1 (FREE, its ring cut) past
+	 * the stopped claim's generation */
+	assert_true(tb_slot_claim(s, &stopped));
+	housekeep(f);
+	int fd = open(f->c.seg.path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)f->c.seg.layout.slots_off), 0);
+	close(fd);
+	assert_true(tb_segguard_check(&f->c));
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	assert_true(s->generation - tb_slot_word_generation(stopped) >= TB_SLOT_GENERATION_JUMP);
+	assert_false(tb_slot_settle(s, stopped, TB_SLOT_LIVE));
+	/* the helpers, in the middle of a mend */
+	assert_true(tb_slot_claim(s, &stopped));
+	__atomic_store_n(tb_slot_word_of(s), 0, __ATOMIC_RELEASE); /* the cut: zeros */
+	assert_true(tb_slot_mend_begin(s, tb_slot_word_generation(stopped), &mending));
+	assert_false(tb_slot_settle(s, stopped, TB_SLOT_LIVE));
+	assert_false(tb_slot_claim(s, &next)); /* held while mended */
+	tb_slot_mend_end(s, mending);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	assert_true(tb_slot_claim(s, &next));
+	assert_true(tb_slot_word_generation(next) - tb_slot_word_generation(stopped) >=
+		    TB_SLOT_GENERATION_JUMP);
+	assert_false(tb_slot_settle(s, stopped, TB_SLOT_LIVE));
+	assert_true(tb_slot_settle(s, next, TB_SLOT_FREE));
 }
 
 /* A cut over the slot table zeroes the slot lines; the collector writes
@@ -406,6 +453,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_handle_detaches_after_a_cut_over_its_slot, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_mended_slot_is_no_stopped_claim, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,9 +165,10 @@ int tb_producer_collector(const tb_producer *p, const char **why);
  * give its size back, gets a private page mapped over it: the thread goes
  * on and what it writes there is lost. A fault anywhere else goes to the
  * handler that was installed before, or to the
- * default action. Up to TB_GUARD_SEGMENTS attached handles are covered at a
- * time. Returns 0 or a negative errno (sigaction's). */
-#define TB_GUARD_SEGMENTS 256
+ * default action. Returns 0 or a negative errno (sigaction's). */
+/* Handles attached at a time in one process (with the segments tools map,
+ * tailbus/read_guard.h); one more is a no-op handle (-EMFILE). */
+#define TB_GUARD_SEGMENTS 1024
 int tb_guard_segment_faults(void);
 /* How many faults the guard repaired in this process. */
 uint64_t tb_guard_repairs(void);

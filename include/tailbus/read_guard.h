@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* Mappings listed at a time; one more is not guarded. */
-#define TB_READ_GUARD_SEGMENTS 256
+#define TB_READ_GUARD_SEGMENTS 1024
 
 /* Install the process-wide SIGBUS handler (once; later calls do nothing).
  * 0 or a negative errno (sigaction's). */
