@@ -206,7 +206,7 @@ typedef struct tb_slot_follow {
 	bool quarantined;
 	bool folds_unsure;      /* followed since its lanes were last read: read them all */
 	uint32_t generation;
-	uint32_t generation_seen; /* the slot's, at housekeeping's last look (slot_word.h) */
+	uint32_t generation_seen; /* the slot's highest, as housekeeping saw it (slot_word.h) */
 	uint32_t cons; /* our consumer index: the authoritative one */
 	tb_owner owner;       /* as the producer wrote it: untrusted */
 	uint32_t owner_looks; /* owner_of() calls: each tenth reads the start time */

@@ -183,7 +183,9 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 		return; /* asked already */
 	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	bool followed = __atomic_load_n(&f->followed, __ATOMIC_ACQUIRE);
-	f->generation_seen = __atomic_load_n(&s->generation, __ATOMIC_RELAXED);
+	uint32_t generation = __atomic_load_n(&s->generation, __ATOMIC_RELAXED);
+	if ((int32_t)(generation - f->generation_seen) > 0) /* the highest, in wrap order */
+		f->generation_seen = generation;
 	enum tb_owner_state owner = TB_OWNER_RUNS;
 	if (state != TB_SLOT_CLAIMED && state <= TB_SLOT_QUARANTINED)
 		f->stuck_since_ns = 0;

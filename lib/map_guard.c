@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "map_guard.h"
@@ -111,6 +112,15 @@ void tb__map_guard_prepare_forks(void)
 	dev_null = open("/dev/null", O_RDWR | O_CLOEXEC);
 }
 
+/* Whether dev_null is still /dev/null (character device 1:3): a process
+ * that closed what it inherited may have its number for something else. */
+static bool still_dev_null(void)
+{
+	struct stat st;
+	return dev_null >= 0 && fstat(dev_null, &st) == 0 && S_ISCHR(st.st_mode) &&
+	       major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
+}
+
 void tb__map_guard_forget_writable(void)
 {
 	for (int k = 0; k < TB_MAP_GUARD_MAPPINGS; k++) {
@@ -122,7 +132,7 @@ void tb__map_guard_forget_writable(void)
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 		/* the number stays taken, so the handle's close at detach closes
 		 * nothing of the child's; without /dev/null, closed */
-		if (dev_null < 0 || dup3(dev_null, table[k].fd, O_CLOEXEC) < 0)
+		if (!still_dev_null() || dup3(dev_null, table[k].fd, O_CLOEXEC) < 0)
 			close(table[k].fd);
 		table[k].writable = false;
 	}

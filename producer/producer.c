@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,8 +221,12 @@ static int claim_slot(tb_seg *seg, const char *thread_name, uint32_t *generation
  * fork() (an atfork prepare handler): a child never inherits an open that
  * its handler cannot find and let go of. (A fork waits for an attach in
  * that step: at most the bounded wait for a segment's creator, seconds
- * only when one died mid-way.) */
-static pthread_mutex_t listing = PTHREAD_MUTEX_INITIALIZER;
+ * only when one died mid-way.) Recursive, so that a fork's handlers on the
+ * forking thread (another library's, calling tb_attach) do not wait for
+ * themselves; signals are blocked while it is held, so that a handler that
+ * forks never runs on a thread inside that step. */
+static pthread_mutex_t listing;
+static pthread_mutexattr_t listing_kind;
 
 static void fork_prepare(void)
 {
@@ -233,15 +238,20 @@ static void fork_parent(void)
 	pthread_mutex_unlock(&listing);
 }
 
-/* A fork()ed child lets go of its parent's rings (map_guard.h). */
+/* A fork()ed child lets go of its parent's rings (map_guard.h). The lock
+ * is made anew: the child's thread is not the owner the parent's recorded
+ * (a recursive mutex refuses an unlock by another). */
 static void fork_child(void)
 {
 	tb__map_guard_forget_writable();
-	pthread_mutex_unlock(&listing);
+	pthread_mutex_init(&listing, &listing_kind);
 }
 
 static void watch_forks(void)
 {
+	pthread_mutexattr_init(&listing_kind);
+	pthread_mutexattr_settype(&listing_kind, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&listing, &listing_kind);
 	tb__map_guard_prepare_forks();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
@@ -265,15 +275,19 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 		return p;
 	}
 	const char *why = NULL;
+	sigset_t all, before;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &before);
 	pthread_mutex_lock(&listing);
 	int rc = tb_seg_open(seg, NULL, bus, NULL, TB_SEG_CREATE, &why);
 	if (rc == 0 && tb__map_guard_add(seg->base, seg->size, seg->fd, true) < 0) {
 		/* unlisted, it would be neither guarded nor let go of in a child */
 		tb_seg_close(seg);
-		rc = -EMFILE;
+		rc = -ENOSPC;
 		why = "more handles attached in this process than the library tracks (TB_GUARD_SEGMENTS)";
 	}
 	pthread_mutex_unlock(&listing);
+	pthread_sigmask(SIG_SETMASK, &before, NULL);
 	if (rc < 0) {
 		free(seg);
 		make_noop(p, rc, why ? why : "cannot open the bus");

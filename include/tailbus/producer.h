@@ -124,8 +124,9 @@ typedef struct tb_producer {
  * calling thread, creating the segment if no one has. `thread_name` may be
  * NULL. Returns a handle (live, or a counted no-op: see tb_producer_error),
  * or NULL with errno ENOMEM when not even that could be allocated. The
- * first call registers an atfork handler: in a fork()ed child, inherited
- * handles record nothing (the child attaches anew). */
+ * first call registers atfork handlers and keeps /dev/null open: in a
+ * fork()ed child, inherited handles record nothing (the child attaches
+ * anew, once fork has returned: not from an atfork handler of its own). */
 tb_producer *tb_attach(const char *bus, const char *thread_name);
 /* Give the ring back; the collector drains what is left in it. */
 void tb_detach(tb_producer *p);
@@ -167,7 +168,7 @@ int tb_producer_collector(const tb_producer *p, const char **why);
  * handler that was installed before, or to the
  * default action. Returns 0 or a negative errno (sigaction's). */
 /* Handles attached at a time in one process (with the segments tools map,
- * tailbus/read_guard.h); one more is a no-op handle (-EMFILE). */
+ * tailbus/read_guard.h); one more is a no-op handle (-ENOSPC). */
 #define TB_GUARD_SEGMENTS 1024
 int tb_guard_segment_faults(void);
 /* How many faults the guard repaired in this process. */
