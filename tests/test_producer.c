@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -638,12 +639,56 @@ static void a_forked_child_does_not_give_the_parents_ring_away(void **state)
 			 TB_SLOT_DETACHED);
 }
 
+/* The /dev/null the library keeps for fork()ed children (map_guard.c) may
+ * have been closed and its number reused (a process that closed what it
+ * inherited): a child must not get that file over its bus descriptor. */
+static void a_child_never_gets_a_stale_dev_null(void **state)
+{
+	(void)state;
+	pid_t engine = fork();
+	assert_true(engine >= 0);
+	if (engine == 0) {
+		tb_producer *p = tb_attach(BUS, "engine");
+		if (!p || tb_producer_error(p, NULL))
+			_exit(2);
+		int null = -1;
+		for (int fd = 3; fd < 1024 && null < 0; fd++) {
+			char path[64], link[64];
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+			ssize_t n = readlink(path, link, sizeof(link) - 1);
+			if (n > 0) {
+				link[n] = '\0';
+				if (!strcmp(link, "/dev/null"))
+					null = fd;
+			}
+		}
+		int pipefd[2];
+		if (null < 0 || pipe(pipefd) < 0 || dup2(pipefd[0], null) < 0)
+			_exit(3);
+		pid_t child = fork();
+		if (child == 0) {
+			struct stat st;
+			int fd = ((tb_seg *)p->seg)->fd;
+			_exit(fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) ? 1 : 0);
+		}
+		int status = 0;
+		if (child < 0 || waitpid(child, &status, 0) != child)
+			_exit(4);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 5);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(engine, &status, 0), engine);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0); /* 1: the child's bus descriptor was the pipe */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_fill_drop_refill, setup, teardown),
 		cmocka_unit_test_setup_teardown(unfinished_metric_entries_cost_a_lookup_10_ms_at_most, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_child_never_gets_a_stale_dev_null, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_forked_child_does_not_give_the_parents_ring_away, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_spans, setup, teardown),
