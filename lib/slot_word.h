@@ -75,13 +75,21 @@ static inline bool tb_slot_settle(tb_slot *s, uint64_t claimed, uint32_t state)
 					   false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
+/* Whether `word` is still the claim of `generation`, published (LIVE, or
+ * QUARANTINED since): what its handle may detach. */
+static inline bool tb_slot_held(uint64_t word, uint32_t generation)
+{
+	tb_slot_word w = {.w = word};
+	return w.f.generation == generation &&
+	       (w.f.state == TB_SLOT_LIVE || w.f.state == TB_SLOT_QUARANTINED);
+}
+
 /* LIVE or QUARANTINED -> DETACHED while the slot is of `generation` (a
  * quarantine landing between the load and the swap is retried). */
 static inline bool tb_slot_detach(tb_slot *s, uint32_t generation)
 {
 	tb_slot_word seen = {.w = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_ACQUIRE)};
-	while (seen.f.generation == generation &&
-	       (seen.f.state == TB_SLOT_LIVE || seen.f.state == TB_SLOT_QUARANTINED)) {
+	while (tb_slot_held(seen.w, generation)) {
 		if (__atomic_compare_exchange_n(tb_slot_word_of(s), &seen.w,
 						tb_slot_word_make(TB_SLOT_DETACHED, generation), false,
 						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -344,11 +344,9 @@ void tb_detach(tb_producer *p)
 		 * claim it made: one taken back and claimed again since (by any
 		 * process, whatever its pid) has another generation. */
 		if (getpid() == p->owner_pid) {
-			uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 			/* the final position, so the collector drains exactly what
 			 * was written; a hint only, and only into our claim's ring */
-			if (__atomic_load_n(&s->generation, __ATOMIC_RELAXED) == p->generation &&
-			    (state == TB_SLOT_LIVE || state == TB_SLOT_QUARANTINED))
+			if (tb_slot_held(__atomic_load_n(tb_slot_word_of(s), __ATOMIC_ACQUIRE), p->generation))
 				__atomic_store_n(&p->ring->p_tail, tb__head(p), __ATOMIC_RELEASE);
 			tb_slot_detach(s, p->generation);
 			/* after DETACHED: a forked child sharing this open must
