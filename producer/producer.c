@@ -219,12 +219,13 @@ static int claim_slot(tb_seg *seg, const char *thread_name, uint32_t *generation
 
 /* Held from a segment's open to its listing in the guard table, and by a
  * fork() (an atfork prepare handler): a child never inherits an open that
- * its handler cannot find and let go of. (A fork waits for an attach in
- * that step: at most the bounded wait for a segment's creator, seconds
- * only when one died mid-way.) Recursive, so that a fork's handlers on the
- * forking thread (another library's, calling tb_attach) do not wait for
- * themselves; signals are blocked while it is held, so that a handler that
- * forks never runs on a thread inside that step. */
+ * its handler cannot find and let go of. What can take long in an attach
+ * (creating the segment, waiting for its creator) is done before, outside
+ * it (open_listed), so a fork waits for no more than an open and two maps.
+ * Recursive, so that a fork's handlers on the forking thread (another
+ * library's, calling tb_attach) do not wait for themselves; signals are
+ * blocked while it is held, so that a handler that forks never runs on a
+ * thread inside that step. */
 static pthread_mutex_t listing;
 static pthread_mutexattr_t listing_kind;
 
@@ -256,6 +257,48 @@ static void watch_forks(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
+/* Opens the bus (creating it if it is not there) and lists the open in the
+ * guard table. The slow part runs first on an open of its own, closed before
+ * anything is locked through it, so a child forked meanwhile holds nothing
+ * of ours; the open that stays is made under the listing lock and finds the
+ * segment ready, waiting at most READY_WAIT_MS. It is tried again when the
+ * segment changed in between (removed and made anew, its header being
+ * written back). */
+#define READY_WAIT_MS 100
+#define OPEN_TRIES 3
+
+static int open_listed(tb_seg *seg, const char *bus, const char **why)
+{
+	tb_seg_config quick;
+	tb_seg_config_default(&quick);
+	quick.wait_ms = READY_WAIT_MS;
+	int rc = 0;
+	for (int tries = 0; tries < OPEN_TRIES; tries++) {
+		tb_seg ready;
+		rc = tb_seg_open(&ready, NULL, bus, NULL, TB_SEG_CREATE, why);
+		if (rc < 0)
+			return rc;
+		tb_seg_close(&ready);
+		sigset_t all, before;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &before);
+		pthread_mutex_lock(&listing);
+		rc = tb_seg_open(seg, NULL, bus, &quick, TB_SEG_CREATE, why);
+		if (rc == 0 && tb__map_guard_add(seg->base, seg->size, seg->fd, true) < 0) {
+			/* unlisted, it would be neither guarded nor let go of in a child */
+			tb_seg_close(seg);
+			rc = -ENOSPC;
+			*why = "more handles attached in this process than the library tracks "
+			       "(TB_GUARD_SEGMENTS)";
+		}
+		pthread_mutex_unlock(&listing);
+		pthread_sigmask(SIG_SETMASK, &before, NULL);
+		if (rc != -ETIMEDOUT && rc != -EINVAL)
+			return rc;
+	}
+	return rc;
+}
+
 tb_producer *tb_attach(const char *bus, const char *thread_name)
 {
 	static pthread_once_t forks = PTHREAD_ONCE_INIT;
@@ -275,19 +318,7 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 		return p;
 	}
 	const char *why = NULL;
-	sigset_t all, before;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &before);
-	pthread_mutex_lock(&listing);
-	int rc = tb_seg_open(seg, NULL, bus, NULL, TB_SEG_CREATE, &why);
-	if (rc == 0 && tb__map_guard_add(seg->base, seg->size, seg->fd, true) < 0) {
-		/* unlisted, it would be neither guarded nor let go of in a child */
-		tb_seg_close(seg);
-		rc = -ENOSPC;
-		why = "more handles attached in this process than the library tracks (TB_GUARD_SEGMENTS)";
-	}
-	pthread_mutex_unlock(&listing);
-	pthread_sigmask(SIG_SETMASK, &before, NULL);
+	int rc = open_listed(seg, bus, &why);
 	if (rc < 0) {
 		free(seg);
 		make_noop(p, rc, why ? why : "cannot open the bus");

@@ -13,6 +13,8 @@
  * Concurrency Kit's ck_ring_t that segments have always had.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -682,6 +684,56 @@ static void a_child_never_gets_a_stale_dev_null(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0); /* 1: the child's bus descriptor was the pipe */
 }
 
+/* An attach that waits for a segment whose creator died mid-way (a file
+ * the size of a header, never given its magic) waits seconds; a fork() on
+ * another thread meanwhile must not wait with it. */
+struct waiting_attach {
+	const char *bus;
+	int started;
+	tb_producer *p;
+};
+
+static void *attach_never_ready(void *arg)
+{
+	struct waiting_attach *w = arg;
+	__atomic_store_n(&w->started, 1, __ATOMIC_RELEASE);
+	w->p = tb_attach(w->bus, "waiter");
+	return NULL;
+}
+
+static void a_fork_does_not_wait_for_an_attach_that_waits(void **state)
+{
+	struct fixture *f = *state;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/never-ready%s", f->dir, TB_SEG_SUFFIX);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, TB_HEADER_SIZE), 0);
+	close(fd);
+	struct waiting_attach w = {.bus = "never-ready"};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, attach_never_ready, &w), 0);
+	while (!__atomic_load_n(&w.started, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	usleep(200 * 1000); /* well inside its wait */
+	double t0 = mono_s();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	double took = mono_s() - t0;
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	const char *why = NULL;
+	assert_int_equal(tb_producer_error(w.p, &why), -ETIMEDOUT);
+	tb_detach(w.p);
+	unlink(path);
+	/* the attach waits TB_SEG_DEFAULT_WAIT_MS (2 s) in all */
+	if (took > 1.0)
+		fail_msg("fork() took %.3f s: it waited for the attach", took);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -689,6 +741,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(unfinished_metric_entries_cost_a_lookup_10_ms_at_most, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_child_never_gets_a_stale_dev_null, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_fork_does_not_wait_for_an_attach_that_waits, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_forked_child_does_not_give_the_parents_ring_away, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_invalid_spans, setup, teardown),
