@@ -411,8 +411,21 @@ void tb_producer_stats_get(const tb_producer *p, tb_producer_stats *st)
 	st->attempted = st->written + st->dropped + st->folded;
 }
 
+/* A live handle inherited through fork() records nowhere in the child
+ * (fork_child): to the child it is not live. */
+static bool inherited(const tb_producer *p)
+{
+	return p->seg && getpid() != p->owner_pid;
+}
+
 int tb_producer_error(const tb_producer *p, const char **why)
 {
+	if (inherited(p)) {
+		if (why)
+			*why = "the handle was attached by the parent process: a fork()ed child "
+			       "records nothing through it (call tb_attach in the child)";
+		return -EPERM;
+	}
 	if (why)
 		*why = p->error ? p->why : NULL;
 	return p->error;
@@ -420,7 +433,7 @@ int tb_producer_error(const tb_producer *p, const char **why)
 
 int tb_producer_collector(const tb_producer *p, const char **why)
 {
-	if (!p->seg)
+	if (!p->seg || inherited(p))
 		return tb_producer_error(p, why);
 	/* the shared header, not the private copy: these fields are the
 	 * collector's and change while we are attached */

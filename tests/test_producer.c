@@ -619,7 +619,8 @@ static void unfinished_metric_entries_cost_a_lookup_10_ms_at_most(void **state)
 }
 
 /* A child of fork() that detaches the handle it inherited (an atexit
- * handler, a destructor) leaves its parent's ring alone. */
+ * handler, a destructor) leaves its parent's ring alone; the handle says,
+ * in the child only, that it records nothing there. */
 static void a_forked_child_does_not_give_the_parents_ring_away(void **state)
 {
 	struct fixture *f = *state;
@@ -628,11 +629,19 @@ static void a_forked_child_does_not_give_the_parents_ring_away(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		const char *why = NULL;
+		if (tb_producer_error(f->p, &why) != -EPERM || !why || !strstr(why, "fork"))
+			_exit(1);
+		if (tb_producer_collector(f->p, NULL) != -EPERM)
+			_exit(2);
 		tb_detach(f->p);
 		_exit(0);
 	}
 	int status = 0;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tb_producer_error(f->p, NULL), 0);
 	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->seg, (uint32_t)slot)->state, __ATOMIC_ACQUIRE),
 			 TB_SLOT_LIVE);
 	tb_detach(f->p); /* the parent's own detach still gives it back */

@@ -134,7 +134,8 @@ void tb_detach(tb_producer *p);
 tb_metric_t tb_metric(tb_producer *p, const char *name);
 void tb_producer_stats_get(const tb_producer *p, tb_producer_stats *st);
 /* 0 when the handle records into a bus, else a negative errno; *why (if
- * given) gets a sentence. */
+ * given) gets a sentence. -EPERM in a fork()ed child for a handle its
+ * parent attached. Cold path: a system call. */
 int tb_producer_error(const tb_producer *p, const char **why);
 
 /* Whether a collector serves the handle's bus, as the segment's header says
