@@ -22,8 +22,8 @@
  * interval the event was recorded, late, bad or unmatched in). When the
  * closer closes an interval S it takes each ring's count of that bank and
  * the folds the bank holds (tb_accounts_take). Before it queues S's lines
- * it stores the *_next fields, then pending_start_ns = S and whether S has
- * log lines (tb_accounts_writing). Once the writer has written them whole
+ * it stores the *_next fields, then pending_start_ns = S and how many log
+ * lines S has (tb_accounts_writing). Once the writer has written them whole
  * or lost them (tb_writer_settle), it copies *_next into the accounts,
  * stores logged_start_ns = S and clears pending_start_ns
  * (tb_accounts_publish).
@@ -31,9 +31,12 @@
  * A collector started after one that did not stop cleanly (the header
  * still names its pid: a clean stop clears it) takes, per slot, the
  * accounts before or after S: after when S was published (logged_start_ns
- * = S), or when S had log lines and the newest log of the bus ends with a
- * line of S (the write completed but the kill came before the
- * publication); before otherwise. It reports the sum over the slots of
+ * = S), or when the newest log of the bus ends with all of S's lines (the
+ * header's pending_lines: the write completed but the kill came before the
+ * publication); before otherwise. A kill amid that write can leave a part
+ * of S's lines, the last cut short: the log is then cut back to where S
+ * begins, so that it holds whole intervals and S is counted lost whole,
+ * not in part twice. It reports the sum over the slots of
  * c_head - logged_head and folds_taken - folds_logged, with the header's
  * parked_logged (below), as lost, and starts the accounts afresh. So the count is exact, but for a kill while the
  * closer is taking a slot's lanes, between the lanes' `taken` and
@@ -66,9 +69,10 @@
 
 #include "collector.h"
 
-/* How much of the newest log's end is read for its last line, and of its
- * start for BaseTime. */
-#define TAIL_MAX (1u << 20)
+/* How much of the newest log's end is read for the lines of the interval
+ * a killed collector was writing (an interval's lines, 64 metrics of a
+ * few KiB each, and far more, fit), and of its start for BaseTime. */
+#define TAIL_MAX (1u << 24)
 #define HEAD_MAX 8192
 
 static tb_seg_header *header(tb_collector *c)
@@ -120,59 +124,117 @@ static double base_time(const char *p)
 	return b ? strtod(b + strlen("#[BaseTime: "), NULL) : NAN;
 }
 
-/* Whether the last whole data line of `buf` (n bytes, NUL after) starts
- * at `start` seconds, BaseTime `base` added. */
-static bool last_line_at(char *buf, size_t n, double base, double start)
+/* What the end of the newest log holds of interval `start`: its whole
+ * data lines there, counted back from the last whole line (log notes after
+ * them passed over) to the first line of another interval or a header
+ * line. `from` is where the first of them begins, known unless that lies
+ * before the bytes read; `whole_end` is where the last whole line ends
+ * (past it: a line a kill cut short). A line that holds a NUL (never
+ * written whole) is taken as part of the run without counting. Offsets in
+ * the file. */
+typedef struct tail_scan {
+	uint32_t lines;
+	bool from_known;
+	off_t from;
+	off_t whole_end;
+} tail_scan;
+
+enum line_kind { LINE_NOTE, LINE_OF_START, LINE_CUT, LINE_OTHER };
+
+static enum line_kind line_kind(const char *line, size_t len, double base, double start)
 {
-	while (n > 0 && buf[n - 1] != '\n') /* a line cut short: not whole */
-		n--;
-	while (n > 0) {
-		buf[--n] = '\0';
-		char *line = strrchr(buf, '\n');
-		line = line ? line + 1 : buf;
-		n = (size_t)(line - buf);
-		if (*line == '#' || *line == '"' || *line == '\0')
-			continue;
-		if (strncmp(line, "Tag=", 4) == 0) {
-			line = strchr(line, ',');
-			if (!line)
-				return false;
-			line++;
-		}
-		return fabs(base + strtod(line, NULL) - start) < 0.0005;
+	if (len == 0 || *line == '#' || *line == '"')
+		return LINE_NOTE;
+	if (memchr(line, '\0', len))
+		return LINE_CUT;
+	const char *end = line + len;
+	if (len > 4 && strncmp(line, "Tag=", 4) == 0) {
+		line = memchr(line, ',', len);
+		if (!line)
+			return LINE_OTHER;
+		line++;
 	}
-	return false;
+	char *stop;
+	double at = strtod(line, &stop); /* the buffer ends in a NUL */
+	if (stop == line || stop > end)
+		return LINE_OTHER;
+	return fabs(base + at - start) < 0.0005 ? LINE_OF_START : LINE_OTHER;
 }
 
-/* Whether the newest log of the bus ends with a line of interval
- * `start_ns`: the write of the interval a killed collector was writing
- * completed. */
-static bool newest_log_ends_with(tb_collector *c, int64_t start_ns)
+/* `buf` holds n bytes (a NUL after them) read at file offset `at`. */
+static void scan_tail(const char *buf, size_t n, off_t at, double base, double start, tail_scan *t)
 {
+	size_t end = n;
+	while (end > 0 && buf[end - 1] != '\n')
+		end--;
+	t->whole_end = at + (off_t)end;
+	t->lines = 0;
+	t->from = t->whole_end;
+	t->from_known = false;
+	bool in_run = false;
+	while (end > 0) {
+		/* the line [b, end - 1), its newline at end - 1 */
+		const char *nl = end > 1 ? memrchr(buf, '\n', end - 1) : NULL;
+		size_t b = nl ? (size_t)(nl - buf) + 1 : 0;
+		if (!nl && at > 0)
+			return; /* it may begin before the bytes read */
+		enum line_kind kind = line_kind(buf + b, end - 1 - b, base, start);
+		if (kind == LINE_NOTE && !in_run) {
+			end = b;
+			continue;
+		}
+		if (kind == LINE_NOTE || kind == LINE_OTHER) {
+			t->from_known = true;
+			return;
+		}
+		in_run = true;
+		t->lines += kind == LINE_OF_START;
+		t->from = at + (off_t)b;
+		end = b;
+	}
+	t->from_known = true; /* the file's start */
+}
+
+/* Whether the newest log of the bus holds all `lines` lines of interval
+ * `start_ns` (the write a killed collector was making completed). When it
+ * holds a part, that part is cut off (the interval is counted lost whole),
+ * and so is a line cut short at its end: the log reads as whole intervals
+ * again. What was cut is noted in c->accounts for the report. */
+static bool newest_log_has(tb_collector *c, int64_t start_ns, uint32_t lines)
+{
+	struct tb_accounts *a = &c->accounts;
 	char path[4096];
 	if (!c->cfg.writer.dir ||
 	    tb_writer_newest_log(c->cfg.writer.dir, c->cfg.bus, path, sizeof(path)) < 0)
 		return false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
 	struct stat st;
 	char *buf = malloc(TAIL_MAX + 1);
-	bool at = false;
+	bool whole = false;
 	ssize_t got;
-	if (buf && fstat(fd, &st) == 0 && (got = pread(fd, buf, HEAD_MAX, 0)) > 0) {
+	if (buf && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (got = pread(fd, buf, HEAD_MAX, 0)) > 0) {
 		buf[got] = '\0';
 		double base = base_time(buf);
 		off_t from = st.st_size > (off_t)TAIL_MAX ? st.st_size - (off_t)TAIL_MAX : 0;
 		got = pread(fd, buf, TAIL_MAX, from);
 		if (got > 0 && !isnan(base)) {
 			buf[got] = '\0';
-			at = last_line_at(buf, (size_t)got, base, (double)start_ns / 1e9);
+			tail_scan t;
+			scan_tail(buf, (size_t)got, from, base, (double)start_ns / 1e9, &t);
+			whole = t.lines >= lines;
+			off_t keep = whole ? t.whole_end : t.from_known ? t.from : st.st_size;
+			if (keep < st.st_size && ftruncate(fd, keep) == 0) {
+				snprintf(a->cut_path, sizeof(a->cut_path), "%s", path);
+				a->cut_bytes = (uint64_t)(st.st_size - keep);
+			}
 		}
 	}
 	free(buf);
 	close(fd);
-	return at;
+	return whole;
 }
 
 void tb_accounts_adopt(tb_collector *c)
@@ -186,10 +248,9 @@ void tb_accounts_adopt(tb_collector *c)
 	a->dead_pid = pid;
 	int64_t pending = __atomic_load_n(&h->pending_start_ns, __ATOMIC_ACQUIRE);
 	a->logged_start_ns = __atomic_load_n(&h->logged_start_ns, __ATOMIC_ACQUIRE);
+	uint32_t lines = __atomic_load_n(&h->pending_lines, __ATOMIC_RELAXED);
 	bool after = a->inherited && pending &&
-		     (pending == a->logged_start_ns ||
-		      (__atomic_load_n(&h->pending_lines, __ATOMIC_RELAXED) &&
-		       newest_log_ends_with(c, pending)));
+		     (pending == a->logged_start_ns || (lines && newest_log_has(c, pending, lines)));
 	if (after)
 		a->logged_start_ns = pending;
 	a->dead_from_ns = a->logged_start_ns ? a->logged_start_ns + h->collector_interval_ns : 0;
@@ -235,6 +296,11 @@ static void report(tb_collector *c)
 			 lost, (int)a->dead_pid, from);
 	if (n > 0 && (size_t)n < sizeof(line))
 		tb_writer_append_log(c->writer, line, (size_t)n);
+	if (a->cut_bytes)
+		fprintf(stderr,
+			"tailbusd: %s: cut back by %llu bytes to its last whole interval (the kill came "
+			"while the interval at %.3f was being written; it is counted lost)\n",
+			a->cut_path, (unsigned long long)a->cut_bytes, from);
 	n = snprintf(line, sizeof(line), "%.3f,collector-lost,collector:%d,%llu,,,,,,,,,%llu,,,,\n", from,
 		     (int)a->dead_pid, lost, folds);
 	if (n > 0 && (size_t)n < sizeof(line))
@@ -269,7 +335,7 @@ void tb_accounts_take(tb_collector *c, int bank)
 	a->join_left = 0;
 }
 
-void tb_accounts_writing(tb_collector *c, int64_t start_ns, bool lines)
+void tb_accounts_writing(tb_collector *c, int64_t start_ns, uint32_t lines)
 {
 	struct tb_accounts *a = &c->accounts;
 	tb_seg_header *h = header(c);

@@ -310,6 +310,17 @@ static int close_metric(tb_collector *c, uint16_t m, int bank, double base, int6
 	return sidecar_row(&c->closer.sidecar, start_sec, "metric", tag, mc, &no_extra);
 }
 
+static uint32_t count_lines(const tb_growbuf *b)
+{
+	uint32_t n = 0;
+	if (!b->len)
+		return 0;
+	for (const char *p = (const char *)b->p, *end = p + b->len;
+	     (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+		n++;
+	return n;
+}
+
 bool tb_closer_due(const tb_collector *c)
 {
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
@@ -381,7 +392,7 @@ int tb_closer_close(tb_collector *c, int64_t length_ns)
 	/* this close's drops, shown with no metric: with the next close's, once */
 	k->drops_carried = published ? 0 : fresh_drops;
 	k->gap_carried = published ? 0 : gap_ns;
-	tb_accounts_writing(c, k->start_ns, rc == 0 && k->log.len > 0);
+	tb_accounts_writing(c, k->start_ns, rc == 0 ? count_lines(&k->log) : 0);
 	if (rc == 0 && k->sidecar.len)
 		rc = tb_writer_append_sidecar(c->writer, k->sidecar.p, k->sidecar.len);
 	if (rc == 0 && k->log.len)

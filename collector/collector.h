@@ -425,6 +425,8 @@ typedef struct tb_collector {
 		int32_t dead_pid;
 		int64_t dead_from_ns;      /* the first interval it had not logged */
 		uint64_t lost_ring, lost_folds;
+		char cut_path[4096];       /* its newest log, cut back to whole intervals */
+		uint64_t cut_bytes;        /* by this many bytes (0: not cut) */
 	} accounts;
 	/* published with release: the last interval whose banks are empty again */
 	alignas(64) int64_t freed_start_ns;
@@ -507,9 +509,9 @@ void tb_accounts_start(tb_collector *c);
 /* The closer, for the interval of bank `bank` it closes (before its ring
  * rows): what each ring gave it. */
 void tb_accounts_take(tb_collector *c, int bank);
-/* The closer, before it queues the lines of interval `start_ns` (`lines`:
- * it has log lines): what the accounts will be once they are written. */
-void tb_accounts_writing(tb_collector *c, int64_t start_ns, bool lines);
+/* The closer, before it queues the lines of interval `start_ns` (`lines`
+ * of them): what the accounts will be once they are written. */
+void tb_accounts_writing(tb_collector *c, int64_t start_ns, uint32_t lines);
 /* The closer, once that interval's writes completed: it is logged. */
 void tb_accounts_publish(tb_collector *c, int64_t start_ns);
 /* Under slot_lock: `n` fold lane events of slot i were taken. */

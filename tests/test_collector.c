@@ -405,6 +405,107 @@ static void a_killed_collectors_unlogged_events_are_counted_lost(void **state)
 	assert_int_equal(f->c.accounts.lost_ring, 0);
 }
 
+/* The whole of a file, NUL-terminated; its length in *len. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "r");
+	assert_non_null(fp);
+	char *buf = malloc(1 << 20);
+	assert_non_null(buf);
+	*len = fread(buf, 1, (1 << 20) - 1, fp);
+	buf[*len] = '\0';
+	fclose(fp);
+	return buf;
+}
+
+/* A kill amid the write of an interval's log lines. The interval (10, 20
+ * and 30 spans of m0..m2: three lines) is closed and written, then the
+ * segment and the log are put back as the kill would have left them: its
+ * accounts pending (the *_next fields theirs, logged_start_ns the one
+ * before), and the log cut after `whole_lines` of its lines, half way
+ * into the next (all of them: not cut, the write had completed). The collector started next must count the
+ * interval lost whole when a part of it is missing, and cut the log back
+ * to where it begins; and count nothing when it is all there. */
+static void kill_amid_an_intervals_write(struct fixture *f, int whole_lines)
+{
+	uint32_t slot = (uint32_t)f->p->slot;
+	int64_t len = f->c.cfg.interval_ns;
+	spans(f, 0, 1, at(f, len / 2), 1000); /* an interval logged before */
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	tb_slot *s = tb_seg_slot(&f->c.seg, slot);
+	uint32_t head_before = s->logged_head;
+	int64_t logged_before = ((tb_seg_header *)f->c.seg.base)->logged_start_ns;
+	for (int m = 0; m < METRICS; m++)
+		spans(f, m, 10 * (m + 1), at(f, len / 2), 1000);
+	tb_collector_drain_all(&f->c);
+	int64_t closing = f->c.closer.start_ns;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	char log[4096];
+	assert_int_equal(tb_writer_newest_log(f->log_dir, BUS, log, sizeof(log)), 0);
+	tb_collector_config cfg;
+	fixture_stop(f, &cfg);
+	size_t size;
+	char *text = slurp(log, &size);
+	char *first = strstr(text, "\nTag=m0,"); /* the interval before's line */
+	assert_non_null(first);
+	first = strchr(first + 1, '\n'); /* the interval's first line follows */
+	assert_non_null(first);
+	size_t lines_at = (size_t)(first + 1 - text);
+	/* the cut: whole_lines of its lines, then half of the next */
+	char *cut = first + 1;
+	for (int k = 0; k <= whole_lines && whole_lines < METRICS; k++) {
+		char *end = strchr(cut, '\n');
+		assert_non_null(end);
+		cut = k < whole_lines ? end + 1 : cut + (end - cut) / 2;
+	}
+	assert_non_null(strstr(first, "\nTag=m2,")); /* its three lines, in one write */
+	tb_seg seg;
+	assert_int_equal(tb_seg_open(&seg, f->seg_dir, BUS, &cfg.seg, 0, NULL), 0);
+	tb_seg_header *h = (tb_seg_header *)seg.base;
+	tb_slot *ss = tb_seg_slot(&seg, slot);
+	ss->logged_head_next = ss->logged_head;
+	ss->logged_head = head_before;
+	h->logged_start_ns = logged_before;
+	h->pending_start_ns = closing;
+	h->pending_lines = METRICS;
+	h->parked_logged_next = h->parked_logged;
+	h->collector_pid = 99999;
+	tb_seg_close(&seg);
+	if (whole_lines < METRICS)
+		assert_int_equal(truncate(log, (off_t)(cut - text)), 0);
+	fixture_restart(f, &cfg);
+	assert_true(f->c.accounts.inherited);
+	size_t after;
+	char *now = slurp(log, &after);
+	if (whole_lines == METRICS) {
+		assert_int_equal(f->c.accounts.lost_ring, 0);
+		assert_int_equal(after, size);
+	} else {
+		assert_int_equal(f->c.accounts.lost_ring, 60);
+		assert_int_equal(after, lines_at); /* whole intervals again */
+		assert_memory_equal(now, text, lines_at);
+		assert_int_equal(sidecar_sum(f, closing, "collector-lost", "collector:99999", 3), 60);
+	}
+	free(text);
+	free(now);
+}
+
+static void a_kill_amid_an_intervals_write_counts_it_lost_whole(void **state)
+{
+	kill_amid_an_intervals_write(*state, 1);
+}
+
+static void a_kill_amid_an_intervals_first_line_counts_it_lost(void **state)
+{
+	kill_amid_an_intervals_write(*state, 0);
+}
+
+static void a_kill_after_an_intervals_write_counts_nothing(void **state)
+{
+	kill_amid_an_intervals_write(*state, METRICS);
+}
+
 /* A sequence number used twice (two gateways counting from 0 on one
  * metric): the later START waits in the place of the earlier, which leaves
  * unmatched and is counted so, and the accounts stay whole: after the
@@ -607,6 +708,12 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_refused_collector_leaves_the_running_ones_pid,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_kill_amid_an_intervals_write_counts_it_lost_whole, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_kill_amid_an_intervals_first_line_counts_it_lost, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_kill_after_an_intervals_write_counts_nothing, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_failed_restart_keeps_a_killed_collectors_loss,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_refused_open_closes_no_descriptor_of_others,

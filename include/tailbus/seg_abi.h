@@ -321,7 +321,7 @@ typedef struct tb_seg_header {
 	 * accounts are kept (0 on a segment no 4.1 collector has served) */
 	int64_t logged_start_ns;
 	uint32_t collector_accounts;
-	uint32_t pending_lines; /* the interval being written has log lines */
+	uint32_t pending_lines; /* the log lines of the interval being written */
 	/* ABI 4.1: the start of the interval the collector is writing, whose
 	 * accounts are the slots' *_next fields (0: none); and START or END
 	 * events counted in the slots' logged_head while they wait in the
