@@ -211,7 +211,7 @@ typedef struct tb_slot_follow {
 	tb_owner owner;       /* as the producer wrote it: untrusted */
 	uint32_t owner_looks; /* owner_of() calls: each tenth reads the start time */
 	int64_t stuck_since_ns; /* housekeeping: since when the slot looks impossible (0: not) */
-	uint32_t stuck_state;   /* ... in this state word */
+	uint64_t stuck_word;    /* ... at this state and generation (slot_word.h) */
 	int64_t partial_after_ns; /* monotonic: a whole-batch pass reads it short again from then */
 	tb_ring_tally tally[2];
 	/* Ring entries taken whose outcome is counted in each bank (the
@@ -224,6 +224,7 @@ typedef struct tb_slot_follow {
 	 * slot over through `holder`, see drain.c), and the run loop's request
 	 * that the holder hand the slot back to producers (`release`). */
 	uint32_t want, holder, release; /* release: enum tb_release */
+	uint64_t release_judged; /* the slot word `release` was decided on */
 	uint64_t taken_total;   /* events taken, ever: the rebalancer's measure */
 	uint64_t taken_seen;    /* ... as the rebalancer last read it */
 	/* under slot_lock */

@@ -469,7 +469,14 @@ static void release_slot(tb_drainer *d, uint32_t i)
 	tb_collector *c = d->c;
 	tb_slot *s = tb_seg_slot(&c->seg, i);
 	tb_slot_follow *f = &c->slots[i];
-	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	/* not when the slot has moved on since it was judged: a new claim
+	 * (followed at a later look), a stuck claim that published after all */
+	tb_slot_word judged = {.w = f->release_judged};
+	if (!tb_slot_release_begin(s, judged.w))
+		return;
+	/* a claim taken back is held DETACHED now, and was never published */
+	uint32_t state = judged.f.state == TB_SLOT_CLAIMED ? TB_SLOT_CLAIMED
+							   : __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	if (state == TB_SLOT_QUARANTINED && !f->followed)
 		f->quarantined = true; /* quarantined before us: nothing of it is read */
 	else if (state == TB_SLOT_DETACHED && !f->followed)

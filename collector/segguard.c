@@ -226,8 +226,8 @@ static void restore_header(tb_collector *c, size_t len)
 }
 
 /* Slot i's owner, where a cut zeroed it: written back from what the
- * collector followed, for housekeeping, and its generation, by which its
- * owner's tb_detach knows it. */
+ * collector followed, for housekeeping. (Its generation, by which its
+ * owner's tb_detach knows it, comes back with the quarantine's word.) */
 static void restore_owner(tb_collector *c, uint32_t i)
 {
 	tb_slot_follow *f = &c->slots[i];
@@ -236,7 +236,6 @@ static void restore_owner(tb_collector *c, uint32_t i)
 		s->pid = f->owner.pid;
 		s->pid_start_time = f->owner.start_time;
 		s->pid_ns = f->owner.pid_ns;
-		__atomic_store_n(&s->generation, f->generation, __ATOMIC_RELAXED);
 	}
 }
 
@@ -275,7 +274,7 @@ static void requarantine(tb_collector *c, uint32_t i)
 {
 	restore_owner(c, i);
 	read_as_full(c, i);
-	__atomic_store_n(&tb_seg_slot(&c->seg, i)->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
+	tb_slot_quarantine(tb_seg_slot(&c->seg, i), c->slots[i].generation);
 }
 
 /* What lay past the cut is zeros now: the header and the metric entries

@@ -23,6 +23,9 @@
  *   claimed the slot (its start time differs, or was never written).
  *   LIVE with a new generation -> follow again (a new owner we did not see come)
  * A LIVE slot not yet followed is followed by its holder at its next pass.
+ * A request carries the slot word it was decided on (state and
+ * generation): the holder carries out nothing if the slot has moved on by
+ * then (slot_word.h, tb_slot_release_begin).
  */
 #include <errno.h>
 #include <signal.h>
@@ -30,6 +33,7 @@
 #include <string.h>
 
 #include "collector.h"
+#include "../lib/slot_word.h"
 
 /* A process that claimed a slot and has not published it within this long
  * has died in tb_attach. */
@@ -53,8 +57,9 @@ void tb_slots_quarantine(tb_collector *c, uint32_t i, const char *reason)
 		return;
 	snprintf(f->reason, sizeof(f->reason), "%s", reason);
 	__atomic_store_n(&f->quarantined, true, __ATOMIC_RELEASE);
-	tb_slot *s = tb_seg_slot(&c->seg, i);
-	__atomic_store_n(&s->state, TB_SLOT_QUARANTINED, __ATOMIC_RELEASE);
+	/* a detach that came first stays: the slot is released as detached,
+	 * its ring unread */
+	tb_slot_quarantine(tb_seg_slot(&c->seg, i), f->generation);
 	fprintf(stderr, "tailbusd: ring %u (pid %d) quarantined: %s\n", i, (int)f->owner.pid, reason);
 }
 
@@ -141,16 +146,21 @@ uint64_t tb_slots_drops(tb_collector *c, uint32_t i)
 	return delta;
 }
 
-static void ask(tb_collector *c, uint32_t i, uint32_t what)
+/* `judged`: the slot's state and generation as the request was decided on
+ * (a release carries out nothing if the slot has moved on since). */
+static void ask(tb_collector *c, uint32_t i, uint32_t what, uint64_t judged)
 {
 	tb_slot_follow *f = &c->slots[i];
+	f->release_judged = judged;
+	/* release: with the word it was judged by */
 	__atomic_store_n(&f->release, what, __ATOMIC_RELEASE);
 	uint32_t d = __atomic_load_n(&f->holder, __ATOMIC_ACQUIRE);
 	tb_drainer_poke(c, d != TB_NO_DRAINER ? d : __atomic_load_n(&f->want, __ATOMIC_RELAXED));
 }
 
 /* A slot no honest producer leaves so: released, counted, reported. */
-static void reclaim(tb_collector *c, uint32_t i, const char *why, unsigned long long what)
+static void reclaim(tb_collector *c, uint32_t i, uint64_t judged, const char *why,
+		    unsigned long long what)
 {
 	tb_slot_follow *f = &c->slots[i];
 	f->stuck_since_ns = 0;
@@ -158,16 +168,17 @@ static void reclaim(tb_collector *c, uint32_t i, const char *why, unsigned long 
 	fprintf(stderr, "tailbusd: ring %u reclaimed: ", i);
 	fprintf(stderr, why, what);
 	fputc('\n', stderr);
-	ask(c, i, TB_RELEASE_FREE);
+	ask(c, i, TB_RELEASE_FREE, judged);
 }
 
-/* Whether slot i has stayed in `state` (its state word as read) for
- * SLOT_STUCK_NS, by the collector's own clock. */
-static bool stuck(tb_slot_follow *f, uint32_t state, int64_t now)
+/* Whether slot i has stayed at `word` (its state and generation as read)
+ * for SLOT_STUCK_NS, by the collector's own clock: one claim, not a run of
+ * short ones. */
+static bool stuck(tb_slot_follow *f, uint64_t word, int64_t now)
 {
-	if (!f->stuck_since_ns || f->stuck_state != state) {
+	if (!f->stuck_since_ns || f->stuck_word != word) {
 		f->stuck_since_ns = now;
-		f->stuck_state = state;
+		f->stuck_word = word;
 		return false;
 	}
 	return now - f->stuck_since_ns >= SLOT_STUCK_NS;
@@ -181,9 +192,10 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 	tb_slot_follow *f = &c->slots[i];
 	if (__atomic_load_n(&f->release, __ATOMIC_ACQUIRE))
 		return; /* asked already */
-	uint32_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	uint64_t word = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_ACQUIRE);
+	tb_slot_word w = {.w = word};
+	uint32_t state = w.f.state, generation = w.f.generation;
 	bool followed = __atomic_load_n(&f->followed, __ATOMIC_ACQUIRE);
-	uint32_t generation = __atomic_load_n(&s->generation, __ATOMIC_RELAXED);
 	if ((int32_t)(generation - f->generation_seen) > 0) /* the highest, in wrap order */
 		f->generation_seen = generation;
 	enum tb_owner_state owner = TB_OWNER_RUNS;
@@ -192,16 +204,16 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 	switch (state) {
 	case TB_SLOT_LIVE:
 		/* (a header scribbled on is the holder's to see: drain.c) */
-		if (followed && f->generation != s->generation)
-			ask(c, i, TB_RELEASE_REFOLLOW);
+		if (followed && f->generation != generation)
+			ask(c, i, TB_RELEASE_REFOLLOW, word);
 		else if (followed && (owner = owner_of(c, f, i)) == TB_OWNER_IMPOSTOR)
-			reclaim(c, i, "its pid %llu runs, but is not the process that claimed it",
+			reclaim(c, i, word, "its pid %llu runs, but is not the process that claimed it",
 				(unsigned long long)f->owner.pid);
 		else if (followed && owner == TB_OWNER_GONE)
-			ask(c, i, TB_RELEASE_FREE);
+			ask(c, i, TB_RELEASE_FREE, word);
 		break;
 	case TB_SLOT_DETACHED:
-		ask(c, i, TB_RELEASE_FREE);
+		ask(c, i, TB_RELEASE_FREE, word);
 		break;
 	case TB_SLOT_CLAIMED: {
 		/* attached_ns is the claimer's last store before LIVE (release),
@@ -214,9 +226,9 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 				    __atomic_load_n(&s->pid_ns, __ATOMIC_RELAXED)};
 		if (attached && (int64_t)((uint64_t)now - attached) > CLAIM_TIMEOUT_NS &&
 		    tb_owner_check(&claimer, c->pid_ns, c->seg.fd, i, false) == TB_OWNER_GONE)
-			ask(c, i, TB_RELEASE_FREE);
-		else if (stuck(f, state, now))
-			reclaim(c, i, "claimed for 2 s and never published (by pid %llu)",
+			ask(c, i, TB_RELEASE_FREE, word);
+		else if (stuck(f, word, now))
+			reclaim(c, i, word, "claimed for 2 s and never published (by pid %llu)",
 				(unsigned long long)(uint32_t)s->pid);
 		break;
 	}
@@ -229,14 +241,14 @@ static void housekeep_slot(tb_collector *c, uint32_t i, int64_t now)
 				f->owner.pid = -1;
 		}
 		if (f->owner.pid && (owner = owner_of(c, f, i)) == TB_OWNER_IMPOSTOR)
-			reclaim(c, i, "quarantined, and its pid %llu is not the process that claimed it",
+			reclaim(c, i, word, "quarantined, and its pid %llu is not the process that claimed it",
 				(unsigned long long)f->owner.pid);
 		else if (f->owner.pid && owner == TB_OWNER_GONE)
-			ask(c, i, TB_RELEASE_FREE);
+			ask(c, i, TB_RELEASE_FREE, word);
 		break;
 	default:
-		if (stuck(f, state, now))
-			reclaim(c, i, "its state %llu is not a slot state", (unsigned long long)state);
+		if (stuck(f, word, now))
+			reclaim(c, i, word, "its state %llu is not a slot state", (unsigned long long)state);
 		break;
 	}
 }

@@ -73,6 +73,12 @@ enum tb_owner_state tb_owner_check(const tb_owner *o, uint64_t own_ns, int fd, u
 		return TB_OWNER_GONE;
 	if (!check_start)
 		return TB_OWNER_RUNS;
+	/* a claim that took the lock is over once it is let go, whether its
+	 * process runs on or not: tb_detach lets go after DETACHED, and also
+	 * when it finds its claim no longer there to detach (a cut zeroed the
+	 * slot line meanwhile) */
+	if (o->pid_ns != 0 && tb_owner_locked(fd, slot) == 0)
+		return TB_OWNER_GONE;
 	uint64_t start = tb_proc_start_time(o->pid);
 	if (start == 0)
 		return TB_OWNER_RUNS; /* cannot tell (hidepid): kill() says it runs */

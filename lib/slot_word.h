@@ -10,9 +10,9 @@
  * ring that way, and an old handle never detaches a newer claim.
  *
  * Private to the libraries (producer.c, the collector) and their tests.
- * Others may still store the state word alone (32-bit: quarantine); the
- * 64-bit compares see that. Mixed-size atomics on one location are outside
- * C11 but well defined on the targets (x86-64, arm64).
+ * Every change of a slot's state goes through these compare-and-swaps; the
+ * 32-bit loads of the state alone that readers make are outside C11 beside
+ * them, but well defined on the targets (x86-64, arm64).
  */
 #ifndef TAILBUS_SLOT_WORD_H
 #define TAILBUS_SLOT_WORD_H
@@ -128,6 +128,45 @@ static inline void tb_slot_mend_end(tb_slot *s, uint64_t mending)
 		tb_slot_word_of(s), &mending,
 		tb_slot_word_make(TB_SLOT_FREE, tb_slot_word_generation(mending) + 1), false,
 		__ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* The collector's, to quarantine a followed slot whose claim is of
+ * `generation`: QUARANTINED with that generation, one word, over whatever
+ * the slot holds (LIVE, or zeros where a cut took the slot line: the
+ * generation is written back with it). A DETACHED of that generation (its
+ * owner let go first) is kept, to be released as any detached slot. True
+ * when the slot is QUARANTINED now. */
+static inline bool tb_slot_quarantine(tb_slot *s, uint32_t generation)
+{
+	tb_slot_word seen = {.w = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_ACQUIRE)};
+	uint64_t next = tb_slot_word_make(TB_SLOT_QUARANTINED, generation);
+	for (;;) {
+		if (seen.f.state == TB_SLOT_DETACHED && seen.f.generation == generation)
+			return false;
+		if (__atomic_compare_exchange_n(tb_slot_word_of(s), &seen.w, next, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return true;
+	}
+}
+
+/* The collector's, to release a slot it judged by the word `judged`: false
+ * when the slot has moved on since (another generation: freed and claimed
+ * again; a claim judged stuck that has published after all, or given
+ * itself up). A claim still as judged is taken back first, held DETACHED
+ * under the next generation so that its claimer publishes nothing and no
+ * one claims the slot before the release has reset it (tb_slot_free then
+ * frees it). */
+static inline bool tb_slot_release_begin(tb_slot *s, uint64_t judged)
+{
+	tb_slot_word j = {.w = judged};
+	tb_slot_word now = {.w = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_ACQUIRE)};
+	if (now.f.generation != j.f.generation)
+		return false;
+	if (j.f.state != TB_SLOT_CLAIMED)
+		return true;
+	return __atomic_compare_exchange_n(tb_slot_word_of(s), &judged,
+					   tb_slot_word_make(TB_SLOT_DETACHED, j.f.generation + 1), false,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
 /* The collector's: FREE, generation + 1, from whatever the slot holds, with

@@ -222,9 +222,10 @@ static void a_claim_taken_back_and_claimed_again_is_not_published_twice(void **s
 	fo->stuck_since_ns -= 3000000000LL;
 	housekeep(f);
 	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
-	/* freed with a new generation: whoever claims it next (a producer, or
-	 * the collector mending a cut ring) never recreates the first claim */
-	assert_int_equal(s->generation, tb_slot_word_generation(first) + 1);
+	/* freed with a new generation (held under the next one while the
+	 * release reset it): whoever claims it next (a producer, or the
+	 * collector mending a cut ring) never recreates the first claim */
+	assert_int_equal(s->generation, tb_slot_word_generation(first) + 2);
 	assert_true(tb_slot_claim(s, &second));
 	assert_false(tb_slot_settle(s, first, TB_SLOT_LIVE)); /* the stopped claimer goes on */
 	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_CLAIMED);
@@ -429,6 +430,139 @@ static void a_handle_detaches_after_a_cut_over_its_slot(void **state)
 	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void cut_to(struct fixture *f, uint64_t size)
+{
+	int fd = open(f->c.seg.path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	close(fd);
+}
+
+/* A claim judged stuck (CLAIMED for 2 s: its claimer stopped) publishes
+ * after the run loop asked for the slot's release and before the holder
+ * carried it out. The claim was not taken back yet, so it is the
+ * producer's: the release leaves it, and the slot is followed. */
+static void a_claim_published_after_its_release_was_asked_is_kept(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_slot_follow *fo = &f->c.slots[1];
+	uint64_t claimed = 0;
+	assert_true(tb_slot_claim(s, &claimed));
+	housekeep(f);
+	fo->stuck_since_ns -= 3000000000LL;
+	tb_slots_housekeep(&f->c, now_ns()); /* the run loop's look: asks */
+	assert_int_equal(__atomic_load_n(&fo->release, __ATOMIC_ACQUIRE), TB_RELEASE_FREE);
+	/* the claimer goes on, as claim_slot does: identity, then LIVE */
+	s->pid = getpid();
+	s->pid_start_time = tb_proc_start_time(getpid());
+	__atomic_store_n(&s->attached_ns, (uint64_t)now_ns(), __ATOMIC_RELEASE);
+	assert_true(tb_slot_settle(s, claimed, TB_SLOT_LIVE));
+	tb_drainer_serve_requests(&f->c.drainers[0]); /* the holder's next look */
+	uint64_t word = __atomic_load_n(tb_slot_word_of(s), __ATOMIC_ACQUIRE);
+	assert_true(tb_slot_held(word, tb_slot_word_generation(claimed)));
+	housekeep(f);
+	assert_true(fo->followed);
+	assert_true(tb_slot_detach(s, tb_slot_word_generation(claimed)));
+	housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+}
+
+/* The same, end to end: a producer whose claim published late records,
+ * detaches, and the slot's next owner writes into a ring in order (not one
+ * reset under the first owner, whose stale events would be read as the
+ * next owner's and make its ring read as full). */
+static void the_owner_after_a_late_published_claim_records(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_slot_follow *fo = &f->c.slots[1];
+	tb_producer *p = tb_attach(BUS, "late");
+	assert_int_equal(p->slot, 1);
+	uint32_t g = s->generation;
+	/* as its claim was before it published */
+	__atomic_store_n(tb_slot_word_of(s), tb_slot_word_make(TB_SLOT_CLAIMED, g), __ATOMIC_RELEASE);
+	housekeep(f);
+	fo->stuck_since_ns -= 3000000000LL;
+	tb_slots_housekeep(&f->c, now_ns()); /* judged stuck: asks */
+	__atomic_store_n(tb_slot_word_of(s), tb_slot_word_make(TB_SLOT_LIVE, g), __ATOMIC_RELEASE);
+	tb_drainer_serve_requests(&f->c.drainers[0]);
+	tb_metric_t m = tb_metric(p, "m0");
+	for (int k = 0; k < 100; k++)
+		tb_span(p, m, 1000, 2000);
+	housekeep(f);
+	tb_collector_drain_all(&f->c);
+	tb_detach(p);
+	housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	tb_producer *q = tb_attach(BUS, "next");
+	assert_int_equal(q->slot, 1);
+	housekeep(f);
+	tb_collector_drain_all(&f->c);
+	tb_metric_t mq = tb_metric(q, "m0");
+	for (int k = 0; k < 10; k++)
+		tb_span(q, mq, 1000, 2000);
+	tb_producer_stats st;
+	tb_producer_stats_get(q, &st);
+	tb_detach(q);
+	housekeep(f);
+	assert_int_equal(st.written, 10);
+	assert_int_equal(st.folded + st.dropped, 0);
+}
+
+/* A thread detaches (LIVE -> DETACHED) and, before housekeeping frees its
+ * slot, a cut over its ring is repaired: the quarantine keeps the
+ * DETACHED, and the slot is freed though the owner's process runs on. */
+static void a_slot_detached_before_a_cut_over_its_ring_is_freed(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_producer *p = tb_attach(BUS, "leaves");
+	assert_int_equal(p->slot, 1);
+	housekeep(f);
+	assert_true(f->c.slots[1].followed);
+	tb_detach(p);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
+	cut_to(f, f->c.seg.layout.rings_off + f->c.seg.layout.ring_stride); /* ring 1, not slot lines */
+	assert_true(tb_segguard_check(&f->c));
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
+	assert_true(f->c.slots[1].quarantined); /* its ring is not read */
+	housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+}
+
+/* A thread detaches between a cut over the slot table and its repair (the
+ * size given back by a producer's guard; the slot line reads as zeros):
+ * its tb_detach finds no claim of its own and only lets the lock go. The
+ * repair quarantines the slot under its owner; the let-go lock says the
+ * claim is over, and the slot is freed while the process runs on. */
+static void a_slot_detached_between_a_cut_and_its_repair_is_freed(void **state)
+{
+	struct fixture *f = *state;
+	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
+	tb_producer *p = tb_attach(BUS, "leaves");
+	assert_int_equal(p->slot, 1);
+	housekeep(f);
+	assert_true(f->c.slots[1].followed);
+	uint64_t size = f->c.seg.size;
+	cut_to(f, f->c.seg.layout.slots_off);
+	cut_to(f, size); /* given back by a producer: zeros now */
+	tb_detach(p);
+	assert_int_equal(tb_owner_locked(f->c.seg.fd, 1), 0);
+	assert_true(tb_segguard_check(&f->c));
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_QUARANTINED);
+	for (int k = 0; k < 11; k++) /* the lock is tested every tenth look */
+		housekeep(f);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +588,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_handle_detaches_after_a_cut_over_its_slot, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(a_mended_slot_is_no_stopped_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_claim_published_after_its_release_was_asked_is_kept,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(the_owner_after_a_late_published_claim_records, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_slot_detached_before_a_cut_over_its_ring_is_freed, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_slot_detached_between_a_cut_and_its_repair_is_freed,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,10 @@
  * system call, which runs no atfork handler, keeps them, and with them the
  * lock, until it exits.) From another namespace (a producer in a
  * container, the collector outside) the pid means nothing there, so only
- * the lock tells. tb_owner_check applies that rule for the collector and
- * the tools alike.
+ * the lock tells. And in any namespace, a claim whose lock is let go is
+ * over, though its process may run on (tb_detach lets go even when it
+ * finds no claim of its own left to detach). tb_owner_check applies that
+ * rule for the collector and the tools alike.
  */
 #ifndef TAILBUS_OWNER_H
 #define TAILBUS_OWNER_H
@@ -61,7 +63,8 @@ bool tb_owner_elsewhere(const tb_owner *o, uint64_t own_ns);
 
 /* The rule. `own_ns` is the caller's tb_pid_namespace(); `fd` an open of
  * the bus file (any mode) for the lock; `check_start` compares the start
- * time as well (a /proc read: the collector does it every tenth look). */
+ * time and tests the lock of an owner in this namespace as well (a /proc
+ * read and an fcntl: the collector does it every tenth look). */
 enum tb_owner_state tb_owner_check(const tb_owner *o, uint64_t own_ns, int fd, uint32_t slot,
 				   bool check_start);
 
