@@ -4,7 +4,8 @@
 #   the text table (units, marks, legend), sufficiency marks on a small count,
 #   a window of a metric at millions of events a second equal to replay of
 #   the collector's log (whole histograms in the live area), a window the
-#   live heap cut short (said on the row), ring drops,
+#   live heap cut short (said on the row), a window bounded in time for a
+#   metric quiet in between, ring drops,
 #   a stale heartbeat, a segment replaced by `tailbusd --fresh`, --log on the
 #   collector's own log and on a growing file with a torn last line, a real terminal (tmux: in-place redraw, the cursor
 #   and the prompt back after Ctrl-C and 'q'), and the error sentences.
@@ -198,6 +199,33 @@ small_count() {
 	expect_eq "marks on the s0 row" "$(grep -o '\*' "$tmp/small.txt" | wc -l)" 5
 }
 check "50 samples: every percentile is marked insufficient" small_count
+
+# A metric quiet for a while: its window is the time of W intervals up to its
+# newest one, so a burst before the quiet is not in a shorter window, on the
+# bus or in the log.
+sparse_window() {
+	emit $BUS --count 1000 --prefix q --seed 5 --octaves 20 >/dev/null
+	wait_published $BUS q0 1000 || return 1
+	sleep 4
+	emit $BUS --count 10 --prefix q --seed 6 --octaves 1 >/dev/null
+	wait_published $BUS q0 1010 || return 1
+	run_top $BUS --once --json --window 3 >"$tmp/sparse.json" || return 1
+	expect_eq "q0 count, bus" "$(metric_field "$tmp/sparse.json" q0 count)" 10 || return 1
+	# the log's lines of an interval land a little after its live publication
+	local got=
+	for _ in $(seq 50); do
+		"$TAILBUS" top --log "$tmp/$BUS"/log/*.hlog --once --json --window 3 >"$tmp/sparse-log.json" ||
+			return 1
+		got=$(python3 -c '
+import json, sys
+print(sum(t["count"] for t in json.load(open(sys.argv[1]))["tags"] if t["tag"] == "q0"))' "$tmp/sparse-log.json")
+		[[ $got -eq 10 ]] && return 0
+		sleep 0.1
+	done
+	echo "  q0 count, log: $got, want 10"
+	return 1
+}
+check "a metric quiet for a while: a 3 s window holds its newest events, not the burst 4 s before" sparse_window
 
 # tb_emit as fast as it can: millions of events a second of one metric,
 # latencies log-spread over 100 ns .. 100 ms (thousands of distinct buckets

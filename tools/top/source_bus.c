@@ -7,7 +7,8 @@
  *  - A metric's window is read through tb_live_read_window: ages 0..n-1 one
  *    by one, each under the metric's sequence counter, as one walk in which
  *    start times fall strictly; a publish in between makes the window be
- *    read again. A window never counts an interval twice or skips one.
+ *    read again. A window never counts an interval twice or skips one, and
+ *    ends at one older than its time (window.c).
  *  - Every figure is exact: each interval in the live area carries its whole
  *    histogram (ABI 4), the same bytes as its log line, so a window equals
  *    `tailbus replay` of the same intervals of the log. When the live heap
@@ -77,15 +78,23 @@ int top_bus_open(struct top_bus *b, const struct top_options *o)
 	return rc;
 }
 
+/* The walk's argument: the window, and how many intervals it is. */
+struct window_walk {
+	struct top_window a;
+	uint32_t n;
+};
+
 static void window_begin(void *arg)
 {
-	top_window_free(arg);
+	top_window_free(&((struct window_walk *)arg)->a);
 }
 
 static int window_interval(void *arg, const tb_live_interval *iv, const tb_hist *h)
 {
-	struct top_window *a = arg;
-	top_window_interval(a, iv->start_ns, iv->length_ns);
+	struct window_walk *w = arg;
+	struct top_window *a = &w->a;
+	if (!top_window_interval(a, iv->start_ns, iv->length_ns, w->n))
+		return 1; /* older than the window: it ends here */
 	a->drops += iv->dropped;
 	a->folded += iv->folded;
 	if (iv->longest_gap_us > a->gap_us)
@@ -93,20 +102,20 @@ static int window_interval(void *arg, const tb_live_interval *iv, const tb_hist 
 	return top_window_hist(a, h);
 }
 
-/* Intervals 0..n-1 of metric `id`, merged into `a`. */
-static int read_window(const tb_seg *s, uint32_t id, uint32_t n, tb_hist *scratch,
-		       struct top_window *a)
+/* Intervals 0..n-1 of metric `id` that lie in its window, merged into w->a. */
+static int read_window(const tb_seg *s, uint32_t id, tb_hist *scratch, struct window_walk *w)
 {
 	static const tb_live_window_fns fns = {window_begin, window_interval};
-	return tb_live_read_window(s, id, n, scratch, &fns, a);
+	return tb_live_read_window(s, id, w->n, scratch, &fns, w);
 }
 
 static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 {
 	tb_hist scratch;
 	memset(&scratch, 0, sizeof(scratch));
-	struct top_window a;
-	top_window_init(&a);
+	struct window_walk w = {.n = n};
+	struct top_window *a = &w.a;
+	top_window_init(a);
 	int rc = 0;
 	for (uint32_t id = 0; rc == 0 && id < b->seg.layout.metric_capacity; id++) {
 		const tb_metric_entry *e = tb_seg_metric(&b->seg, id);
@@ -118,7 +127,7 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 			break;
 		}
 		tb_seg_metric_shown_name(&b->seg, id, r->name, sizeof(r->name));
-		int read = read_window(&b->seg, id, n, &scratch, &a);
+		int read = read_window(&b->seg, id, &scratch, &w);
 		if (read == -ENOMEM)
 			rc = read;
 		else if (read == -EAGAIN || read == -ESTALE)
@@ -128,16 +137,16 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 		else if (read < 0)
 			r->error = "unreadable live area";
 		else {
-			top_window_finish(&a, r, sn->now_ns);
-			r->let_go = tb_live_let_go(&b->seg, id, n, a.intervals,
-						   a.newest_end_ns - a.newest_length_ns,
-						   a.newest_length_ns);
+			top_window_finish(a, r, sn->now_ns);
+			r->let_go = tb_live_let_go(&b->seg, id, n, a->intervals,
+						   a->newest_end_ns - a->newest_length_ns,
+						   a->newest_length_ns);
 		}
 		r->has_drops = true;
-		r->drops = a.drops;
-		r->folded = a.folded;
-		r->gap_us = a.gap_us;
-		top_window_free(&a);
+		r->drops = a->drops;
+		r->folded = a->folded;
+		r->gap_us = a->gap_us;
+		top_window_free(a);
 	}
 	tb_hist_free(&scratch);
 	return rc;

@@ -8,7 +8,8 @@
  *    window is built. The window's length in intervals comes from the
  *    newest good line's interval length.
  *  - A line whose histogram does not decode is counted bad (once) and keeps
- *    its place in the window: the window is still the newest n lines.
+ *    its place in the window: the window is still at most the newest n
+ *    lines, and ends at one older than its time (window.c).
  *  - A log carries no drops (its .health.csv sidecar does): its rows have
  *    none.
  */
@@ -44,6 +45,7 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 	snprintf(r->name, sizeof(r->name), "%s", tb_log_follow_tag(ls->follow, tag));
 	uint32_t count = tb_log_follow_count(ls->follow, tag);
 	uint32_t n = count; /* until the newest good line says how long an interval is */
+	uint32_t want = 1;
 	int rc = 0;
 	for (uint32_t age = 0; rc == 0 && age < n && age < count; age++) {
 		rc = tb_log_follow_read(ls->follow, tag, age, &ls->entry);
@@ -54,11 +56,14 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 		if (rc < 0)
 			break;
 		const tb_log_entry *e = &ls->entry;
-		if (a.intervals == 0)
-			n = age + top_window_intervals(window_ns, e->length_sec * TOP_NS_PER_SEC,
-						       TOP_LOG_KEEP);
-		top_window_interval(&a, (int64_t)llround(e->start_abs_sec * TOP_NS_PER_SEC),
-				    (int64_t)llround(e->length_sec * TOP_NS_PER_SEC));
+		if (a.intervals == 0) {
+			want = top_window_intervals(window_ns, e->length_sec * TOP_NS_PER_SEC,
+						    TOP_LOG_KEEP);
+			n = age + want;
+		}
+		if (!top_window_interval(&a, (int64_t)llround(e->start_abs_sec * TOP_NS_PER_SEC),
+					 (int64_t)llround(e->length_sec * TOP_NS_PER_SEC), want))
+			break; /* older than the window */
 		rc = top_window_hist(&a, &e->hist);
 	}
 	if (rc == 0)
