@@ -52,6 +52,7 @@ struct note {
 	uint64_t intervals;
 	int file; /* FILE_LOG or FILE_SIDECAR: which one lost them */
 	int err;
+	uint64_t good_at; /* that file's `good` at the run's last loss */
 };
 
 struct wfile {

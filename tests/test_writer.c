@@ -747,6 +747,97 @@ static void a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted(
 }
 UNDER_BOTH_BACKENDS(a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted)
 
+/* A sidecar that cannot be written holds the log's loss notes until it can.
+ * Interval T0+1 is lost from the log, T0+2 is logged (its note goes into
+ * the log first), T0+3 is lost again: the sidecar, writable again at T0+4,
+ * must say two runs, T0+1 and T0+3, not one run T0+1 to T0+3 of 2
+ * intervals that spans the logged T0+2. */
+static void sidecar_runs_of_lost_intervals_do_not_span_a_logged_one(struct fixture *f)
+{
+	char big[2 * FSIZE_LIMIT];
+	memset(big, 'z', sizeof(big));
+	big[sizeof(big) - 1] = '\n';
+	tb_writer_config c = config(f->dir, f->force_fallback);
+	if (!f->force_fallback) {
+		tb_writer *probe = open_ok(&c, (T0 - 60) * NS);
+		assert_int_equal(tb_writer_close(probe), 0);
+	}
+	char side[PATH_MAX];
+	snprintf(side, sizeof(side), "%s/" BUS "." T0_STAMP ".health.csv", f->dir);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit lim;
+		getrlimit(RLIMIT_FSIZE, &lim);
+		rlim_t hard = lim.rlim_max;
+		lim.rlim_cur = FSIZE_LIMIT;
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &lim);
+		tb_writer *w;
+		const char *why;
+		if (tb_writer_open(&w, &c, T0 * NS, &why) < 0)
+			_exit(CHILD_OPEN);
+		tb_writer_begin_interval(w, T0 * NS);
+		tb_writer_flush(w);
+		struct stat st;
+		if (stat(side, &st) < 0 || st.st_size >= FSIZE_LIMIT - 1)
+			_exit(CHILD_SIZE);
+		/* the sidecar one byte short of the limit: no row fits any more */
+		size_t pad = (size_t)(FSIZE_LIMIT - 1 - st.st_size);
+		char filler[FSIZE_LIMIT];
+		memset(filler, '#', pad);
+		filler[pad - 1] = '\n';
+		if (tb_writer_append_sidecar(w, filler, pad) < 0)
+			_exit(CHILD_WRITE);
+		tb_writer_end_interval(w);
+		tb_writer_flush(w);
+		tb_writer_begin_interval(w, (T0 + 1) * NS); /* lost from the log */
+		tb_writer_append_log(w, big, sizeof(big));
+		tb_writer_flush(w);
+		tb_writer_begin_interval(w, (T0 + 2) * NS); /* logged */
+		tb_writer_append_log(w, SMALL_LINE, strlen(SMALL_LINE));
+		tb_writer_flush(w);
+		tb_writer_begin_interval(w, (T0 + 3) * NS); /* lost from the log */
+		tb_writer_append_log(w, big, sizeof(big));
+		tb_writer_flush(w);
+		lim.rlim_cur = hard;
+		setrlimit(RLIMIT_FSIZE, &lim);
+		tb_writer_begin_interval(w, (T0 + 4) * NS); /* the sidecar writable again */
+		tb_writer_append_sidecar(w, "x\n", 2);
+		tb_writer_close(w);
+		_exit(CHILD_OK);
+	}
+	assert_child(pid);
+	char log[PATH_MAX];
+	snprintf(log, sizeof(log), "%s/" BUS "." T0_STAMP ".hlog", f->dir);
+	FILE *lf = fopen(log, "r");
+	assert_non_null(lf);
+	char line[FSIZE_LIMIT];
+	bool logged = false;
+	while (fgets(line, sizeof(line), lf))
+		logged |= strcmp(line, SMALL_LINE) == 0;
+	fclose(lf);
+	assert_true(logged); /* T0+2 is in the log */
+	FILE *sf = fopen(side, "r");
+	assert_non_null(sf);
+	long long lost = 0;
+	while (fgets(line, sizeof(line), sf)) {
+		double first, last;
+		char *p = strstr(line, ",lost,log:");
+		if (!p)
+			continue;
+		first = strtod(line, NULL);
+		last = strtod(p + strlen(",lost,log:"), NULL);
+		if (first <= (double)(T0 + 2) && last >= (double)(T0 + 2))
+			fail_msg("a sidecar row spans the logged interval %lld: %s", (long long)T0 + 2, line);
+		const char *count = strchr(strchr(p + 1, ',') + 1, ',');
+		lost += count ? strtoll(count + 1, NULL, 10) : 0;
+	}
+	fclose(sf);
+	assert_int_equal(lost, 2); /* T0+1 and T0+3, each in a row of its own */
+}
+UNDER_BOTH_BACKENDS(sidecar_runs_of_lost_intervals_do_not_span_a_logged_one)
+
 /* Every name for second T0+1 is taken, so the rotation there fails: the
  * writer says so and goes on writing the file it has; the next rotation
  * (a free second) succeeds. */
@@ -889,6 +980,7 @@ int main(void)
 		BOTH(open_under_a_regular_file_fails_with_errno_and_a_sentence),
 		BOTH(open_refuses_a_bad_configuration_with_einval_and_a_sentence),
 		BOTH(a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted),
+		BOTH(sidecar_runs_of_lost_intervals_do_not_span_a_logged_one),
 		BOTH(a_rotation_that_cannot_create_its_files_keeps_writing_the_current_ones),
 		TEST(io_uring_refused_by_seccomp_falls_back_to_the_pwrite_thread_and_says_why),
 		BOTH(settle_returns_with_every_append_in_the_files),
