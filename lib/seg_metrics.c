@@ -28,17 +28,6 @@ bool tb_seg_metric_name_valid(const char *name)
 	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") == n;
 }
 
-void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap)
-{
-	char name[TB_METRIC_NAME_MAX];
-	memcpy(name, tb_seg_metric(s, id)->name, sizeof(name));
-	name[sizeof(name) - 1] = '\0';
-	if (tb_seg_metric_name_valid(name))
-		snprintf(out, cap, "%s", name);
-	else
-		snprintf(out, cap, "metric#%u", (unsigned)id); /* "#": in no valid name */
-}
-
 /* FNV-1a: short names, no need for more. */
 static uint32_t name_hash(const char *name)
 {
@@ -47,6 +36,7 @@ static uint32_t name_hash(const char *name)
 		h = (h ^ (uint8_t)*name) * 16777619u;
 	return h;
 }
+
 
 static int64_t mono_ns(void)
 {
@@ -75,6 +65,38 @@ static uint32_t wait_not_reserving(const tb_metric_entry *e, int64_t *until)
 static bool entry_is(const tb_metric_entry *e, const char *name, size_t len, uint32_t hash)
 {
 	return e->hash == hash && e->name_len == len && memcmp(e->name, name, len) == 0;
+}
+
+/* Whether a lookup of `name` ends at `id`: on the name's probe sequence, no
+ * READY entry of that name before it, and no EMPTY one (where a lookup
+ * ends). Entries being registered are passed over, not waited for. */
+static bool found_at(const tb_seg *s, uint32_t id, const char *name)
+{
+	uint32_t cap = s->layout.metric_capacity, hash = name_hash(name);
+	size_t len = strlen(name);
+	for (uint32_t probe = 0; probe < cap; probe++) {
+		uint32_t at = (hash + probe) & (cap - 1);
+		if (at == id)
+			return true;
+		if (at == TB_MAX_METRICS - 1)
+			continue;
+		const tb_metric_entry *e = tb_seg_metric(s, at);
+		uint32_t state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+		if (state == TB_METRIC_EMPTY || (state == TB_METRIC_READY && entry_is(e, name, len, hash)))
+			return false;
+	}
+	return false;
+}
+
+void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap)
+{
+	char name[TB_METRIC_NAME_MAX];
+	memcpy(name, tb_seg_metric(s, id)->name, sizeof(name));
+	name[sizeof(name) - 1] = '\0';
+	if (tb_seg_metric_name_valid(name) && found_at(s, id, name))
+		snprintf(out, cap, "%s", name);
+	else
+		snprintf(out, cap, "metric#%u", (unsigned)id); /* "#": in no valid name */
 }
 
 static int lookup(const tb_seg *s, const char *name, bool add)

@@ -210,6 +210,42 @@ static void an_invalid_metric_name_is_shown_as_no_valid_one(void **state)
 	assert_non_null(strchr(shown, '0' + id % 10));
 }
 
+/* Two READY entries of one name: a registrant that stalled mid-way (its
+ * entry RESERVING past the 10 ms a lookup waits) while another registered
+ * the name again, further on its probe sequence; or a copy a producer
+ * scribbled. The entry a lookup of the name ends at keeps the name, the
+ * other is shown as metric#<id>: no two series share a label. */
+static void a_name_held_twice_is_shown_once(void **state)
+{
+	struct fixture *f = *state;
+	int first = tb_seg_metric_register(&f->seg, "m1");
+	assert_true(first >= 0);
+	tb_metric_entry *e = tb_seg_metric(&f->seg, (uint32_t)first);
+	e->state = TB_METRIC_RESERVING; /* stalled */
+	int again = tb_seg_metric_register(&f->seg, "m1");
+	assert_true(again >= 0 && again != first);
+	char shown[64], want[64];
+	tb_seg_metric_shown_name(&f->seg, (uint32_t)again, shown, sizeof(shown));
+	assert_string_equal(shown, "m1"); /* while the first is not READY */
+	e->state = TB_METRIC_READY; /* it finishes */
+	tb_seg_metric_shown_name(&f->seg, (uint32_t)first, shown, sizeof(shown));
+	assert_string_equal(shown, "m1");
+	tb_seg_metric_shown_name(&f->seg, (uint32_t)again, shown, sizeof(shown));
+	snprintf(want, sizeof(want), "metric#%d", again);
+	assert_string_equal(shown, want);
+	/* a copy off the name's probe sequence, before it in the table */
+	uint32_t copy = 0;
+	while (tb_seg_metric(&f->seg, copy)->state != TB_METRIC_EMPTY)
+		copy++;
+	assert_true(copy < (uint32_t)first);
+	memcpy(tb_seg_metric(&f->seg, copy), e, sizeof(*e));
+	tb_seg_metric_shown_name(&f->seg, copy, shown, sizeof(shown));
+	snprintf(want, sizeof(want), "metric#%u", copy);
+	assert_string_equal(shown, want);
+	tb_seg_metric_shown_name(&f->seg, (uint32_t)first, shown, sizeof(shown));
+	assert_string_equal(shown, "m1");
+}
+
 static void counts_of_a_mapped_segment(void **state)
 {
 	struct fixture *f = *state;
@@ -329,6 +365,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(counts_of_a_mapped_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(status_judges_another_namespace_by_the_owner_lock, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(a_name_held_twice_is_shown_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_invalid_metric_name_is_shown_as_no_valid_one, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(scan_and_remove, setup, teardown),

@@ -204,7 +204,12 @@ int tb_seg_metric_find(const tb_seg *s, const char *name);
 bool tb_seg_metric_name_valid(const char *name);
 /* Metric `id`'s name as tools and logs show it, read defensively (producers
  * write the table): the name, or "metric#<id>" when it is not a valid one
- * (no valid name holds "#", so it is never a real metric's).
+ * (no valid name holds "#", so it is never a real metric's) or a lookup
+ * of the name would not end at `id`: another READY entry of the name lies
+ * before it on the name's probe sequence (a registrant that stalled
+ * mid-registration while another registered the name again further on),
+ * or an empty one does (a copy scribbled off the sequence). So two series
+ * never share a name, in a log, top or Prometheus.
  * `id` must be below the layout's metric_capacity. */
 void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap);
 
