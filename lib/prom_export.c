@@ -14,7 +14,9 @@
  * from nothing. An interval the live area holds without its histogram (a
  * collector whose live records have a size limit) adds its count to
  * `events` and to `summary_only`, never to the histogram, so the two can be
- * told apart.
+ * told apart. One whose histogram does not decode to its count (a producer
+ * scribbled on the live heap) is passed over, counted nowhere, and the
+ * poll says whose it was; the ones after it are added as ever.
  *
  * Drops are the bus's: every metric published at one close carries the same
  * figure, so a bus adds the drops of each interval start once, remembered in
@@ -69,6 +71,7 @@ struct bus {
 };
 
 struct tb_prom_export {
+	char where[TB_SEG_PATH_MAX + 64]; /* the first error of the last poll: whose */
 	char host[256];
 	int schema;
 	size_t nbus;
@@ -173,13 +176,19 @@ static int add_interval(tb_prom_export *e, struct bus *b, uint32_t id, uint32_t 
 	int rc;
 	for (;;) {
 		rc = tb_live_read(b->seg, id, age, &iv, &e->scratch);
-		if (rc < 0)
+		if (rc < 0 && rc != -EBADMSG) /* -EBADMSG: the summary was read */
 			return rc == -ERANGE ? 0 : rc; /* aged out of the live area meanwhile */
 		if (iv.start_ns == start)
 			break;
 		if (iv.start_ns < start)
 			return 0; /* not there any more: nothing to add */
 		age++;
+	}
+	if (rc == -EBADMSG) {
+		/* its histogram does not decode to its count (a scribbled live
+		 * heap): passed over, so that the newer ones are added, and said */
+		m->last_start = start;
+		return rc;
 	}
 	m->events += (double)iv.count;
 	m->folded += (double)iv.folded;
@@ -245,10 +254,16 @@ static int follow_metric(tb_prom_export *e, struct bus *b, uint32_t id)
 		n = 0;
 		m->needs_base = false;
 	}
-	for (uint32_t k = n; rc == 0 && k-- > 0;)
+	int bad = 0;
+	for (uint32_t k = n; rc == 0 && k-- > 0;) {
 		rc = add_interval(e, b, id, k, ns.starts[k]);
+		if (rc == -EBADMSG) {
+			bad = rc;
+			rc = 0;
+		}
+	}
 	free(ns.starts);
-	return rc;
+	return rc ? rc : bad;
 }
 
 static int poll_bus(tb_prom_export *e, struct bus *b)
@@ -259,8 +274,10 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 		if (__atomic_load_n(&entry->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
 			continue;
 		struct metric *m = &b->metrics[id];
+		/* at every poll: an entry of the same name that a lookup finds
+		 * first may have come since (tb_seg_metric_shown_name) */
+		tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
 		if (!m->followed) {
-			tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
 			m->followed = true;
 			m->needs_base = !b->polled; /* later ones are new: all of them counts */
 			carry_retired(b, m);
@@ -268,16 +285,24 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 		int rc = follow_metric(e, b, id);
 		if (rc == -ENOMEM)
 			return rc;
-		if (rc < 0 && !first_error)
+		if (rc < 0 && !first_error) {
 			first_error = rc;
+			snprintf(e->where, sizeof(e->where), "bus %s, metric %s", b->name, m->name);
+		}
 	}
 	b->polled = true;
 	return first_error;
 }
 
+const char *tb_prom_export_where(const tb_prom_export *e)
+{
+	return e->where;
+}
+
 int tb_prom_export_poll(tb_prom_export *e)
 {
 	int first_error = 0;
+	e->where[0] = '\0';
 	for (size_t i = 0; i < e->nbus; i++) {
 		int rc = poll_bus(e, &e->bus[i]);
 		if (rc == -ENOMEM)

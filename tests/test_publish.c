@@ -249,9 +249,54 @@ static void the_exporters_baseline_waits_for_a_read_that_succeeds(void **state)
 	tb_seg_close(&seg);
 }
 
+/* Interval `age` of metric `id` with its frame in the live heap overwritten. */
+static void scribble_frame(struct fixture *f, uint32_t id, uint32_t age)
+{
+	uint32_t cap = f->c.seg.layout.live_intervals;
+	const tb_live_interval *iv =
+		tb_seg_live_interval(&f->c.seg, id, (tb_seg_live(&f->c.seg, id)->newest + cap - age) % cap);
+	assert_int_equal(iv->count, 2);
+	uint64_t heap = f->c.seg.layout.live_heap_bytes;
+	for (uint64_t k = 0; k < iv->hist_len; k++)
+		tb_seg_live_heap_bytes(&f->c.seg)[(iv->frame_pos + k) % heap] = 0x55;
+}
+
+/* A live interval whose histogram does not decode (a producer scribbled on
+ * the live heap): the exporter passes over it, says whose it was, and adds
+ * the intervals after it, in that poll and the next ones. */
+static void the_exporter_passes_over_a_corrupt_interval(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t id = tb_metric_id(f->m[0]);
+	publish_counts(f, 1); /* before the exporter: its baseline */
+	tb_seg seg;
+	const char *why = NULL;
+	assert_int_equal(tb_seg_open(&seg, f->seg_dir, BUS, NULL, TB_SEG_READONLY, &why), 0);
+	tb_prom_export *e;
+	assert_int_equal(tb_prom_export_new(&e, "h", TB_PROM_SCHEMA_DEFAULT), 0);
+	assert_int_equal(tb_prom_export_add_bus(e, &seg, "b"), 0);
+	assert_int_equal(tb_prom_export_poll(e), 0);
+	publish_counts(f, 3); /* 1, 2 and 3 events */
+	scribble_frame(f, id, 1); /* the middle one */
+	assert_int_equal(tb_prom_export_poll(e), -EBADMSG);
+	assert_string_equal(tb_prom_export_where(e), "bus b, metric m0");
+	assert_true(exported_events_of_m0(e) == 1 + 3);
+	assert_int_equal(tb_prom_export_poll(e), 0); /* not read again */
+	assert_string_equal(tb_prom_export_where(e), "");
+	publish_counts(f, 2); /* 1 and 2 events, the newest scribbled on */
+	scribble_frame(f, id, 0);
+	assert_int_equal(tb_prom_export_poll(e), -EBADMSG);
+	assert_int_equal(tb_prom_export_poll(e), 0); /* passed over, though the newest */
+	assert_true(exported_events_of_m0(e) == 1 + 3 + 1);
+	tb_prom_export_free(e);
+	tb_seg_close(&seg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(the_exporter_passes_over_a_corrupt_interval, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			the_live_heap_lets_the_oldest_intervals_go_and_keeps_the_rest_whole,
 			setup_small_heap, teardown),

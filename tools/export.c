@@ -381,10 +381,13 @@ static void poll_loop(struct server *srv, const struct options *o, tb_seg *segs,
 		pthread_mutex_lock(&srv->lock);
 		int rc = tb_prom_export_poll(srv->exp);
 		pthread_mutex_unlock(&srv->lock);
-		if (rc != last)
-			tb_cli_error(VERB, rc ? "reading a live area: %s" : "live areas readable again%s",
-				     rc == -EAGAIN ? "no stable copy (a collector stuck mid-write?)" :
-				     rc ? strerror(-rc) : "");
+		if (rc != last && rc)
+			tb_cli_error(VERB, "reading a live area: %s: %s", tb_prom_export_where(srv->exp),
+				     rc == -EAGAIN    ? "no stable copy (a collector stuck mid-write?)"
+				     : rc == -EBADMSG ? "an interval's histogram is corrupt (passed over)"
+						      : strerror(-rc));
+		else if (rc != last)
+			tb_cli_error(VERB, "live areas readable again");
 		last = rc;
 		nanosleep(&ts, NULL);
 	}
