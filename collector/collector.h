@@ -273,9 +273,9 @@ struct tb_collector;
  * knows no pass begun before is still reading. */
 #define TB_GATE_CUT 1u
 #define TB_GATE_REPAIR 2u
-/* How long the run loop waits for the drain threads at the gate, beyond
- * their --idle-us sleep: one the host keeps off its CPU longer is not
- * waited for */
+/* How long the run loop waits for the drain threads at the gate with short
+ * naps, beyond their --idle-us sleep; longer (a drain thread the host keeps
+ * off its CPU), it goes on waiting with naps of a millisecond */
 #define TB_GATE_WAIT_NS 20000000LL
 typedef struct tb_drain_stalls {
 	int64_t longest_pass_ns;

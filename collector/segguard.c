@@ -86,10 +86,12 @@ static void note_cut(tb_collector *c, uint64_t size)
 }
 
 /* The drain threads out of the rings before the run loop changes what they
- * read (a ring's index, its accounts, a quarantine): the gate is closed,
- * then each running drain thread is waited for until it has skipped a pass
- * at it, so no pass begun before is still reading (at most its --idle-us
- * sleep and TB_GATE_WAIT_NS). The drain threads read nothing until
+ * read (a ring's index, its accounts, a quarantine, a slot's word): the
+ * gate is closed, then each running drain thread is waited for until it has
+ * skipped a pass at it, so no pass begun before is still reading, however
+ * long the host keeps a drain thread off its CPU (a pass is bounded work
+ * and takes no lock the run loop holds here). Past TB_GATE_WAIT_NS the
+ * wait naps longer. The drain threads read nothing until
  * tb_rings_gate_open(). */
 void tb_rings_gate_close(tb_collector *c)
 {
@@ -101,12 +103,12 @@ void tb_rings_gate_close(tb_collector *c)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	int64_t until = now + TB_GATE_WAIT_NS + c->cfg.idle_ns;
-	const struct timespec nap = {0, 20000};
+	const struct timespec nap = {0, 20000}, long_nap = {0, 1000000};
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
 		const tb_drainer *d = &c->drainers[k];
-		while (d->started && !(c->stop && *c->stop) && now < until &&
+		while (d->started && !(c->stop && *c->stop) &&
 		       __atomic_load_n(&d->gate_seen, __ATOMIC_ACQUIRE) == seen[k]) {
-			nanosleep(&nap, NULL);
+			nanosleep(now < until ? &nap : &long_nap, NULL);
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 		}
