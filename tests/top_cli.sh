@@ -227,6 +227,24 @@ print(sum(t["count"] for t in json.load(open(sys.argv[1]))["tags"] if t["tag"] =
 }
 check "a metric quiet for a while: a 3 s window holds its newest events, not the burst 4 s before" sparse_window
 
+# A collector's last interval is cut short at its stop: a window still
+# reaches back its n intervals of the bus's length, not n of that short one.
+short_last_interval() {
+	local bus=short e
+	start_collector $bus || return 1
+	emit $bus --count 500 --rate 100 --prefix z >/dev/null &
+	e=$!
+	pids+=("$e")
+	sleep 3
+	# stopped 0.3 s into an interval (they start on whole seconds)
+	python3 -c 'import time; time.sleep((1.3 - time.time() % 1) % 1)'
+	stop_collector "$cpid" || return 1
+	wait "$e" || return 1
+	run_top $bus --once --json --window 3 >"$tmp/short.json" || return 1
+	expect_eq "z0 intervals" "$(metric_field "$tmp/short.json" z0 intervals)" 3
+}
+check "a collector stopped mid-interval: a 3 s window holds its short last interval and the 2 before" short_last_interval
+
 # tb_emit as fast as it can: millions of events a second of one metric,
 # latencies log-spread over 100 ns .. 100 ms (thousands of distinct buckets
 # per interval, frames of tens of KiB), a full ring folding the rest; then,

@@ -78,10 +78,12 @@ int top_bus_open(struct top_bus *b, const struct top_options *o)
 	return rc;
 }
 
-/* The walk's argument: the window, and how many intervals it is. */
+/* The walk's argument: the window, how many intervals it is, and how far
+ * back from its newest end they may start (top_window_reach). */
 struct window_walk {
 	struct top_window a;
 	uint32_t n;
+	int64_t reach_ns;
 };
 
 static void window_begin(void *arg)
@@ -93,7 +95,7 @@ static int window_interval(void *arg, const tb_live_interval *iv, const tb_hist 
 {
 	struct window_walk *w = arg;
 	struct top_window *a = &w->a;
-	if (!top_window_interval(a, iv->start_ns, iv->length_ns, w->n))
+	if (!top_window_interval(a, iv->start_ns, iv->length_ns, w->reach_ns))
 		return 1; /* older than the window: it ends here */
 	a->drops += iv->dropped;
 	a->folded += iv->folded;
@@ -113,7 +115,7 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 {
 	tb_hist scratch;
 	memset(&scratch, 0, sizeof(scratch));
-	struct window_walk w = {.n = n};
+	struct window_walk w = {.n = n, .reach_ns = top_window_reach(n, top_bus_interval_ns(b))};
 	struct top_window *a = &w.a;
 	top_window_init(a);
 	int rc = 0;

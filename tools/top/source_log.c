@@ -45,7 +45,7 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 	snprintf(r->name, sizeof(r->name), "%s", tb_log_follow_tag(ls->follow, tag));
 	uint32_t count = tb_log_follow_count(ls->follow, tag);
 	uint32_t n = count; /* until the newest good line says how long an interval is */
-	uint32_t want = 1;
+	int64_t reach_ns = INT64_MAX;
 	int rc = 0;
 	for (uint32_t age = 0; rc == 0 && age < n && age < count; age++) {
 		rc = tb_log_follow_read(ls->follow, tag, age, &ls->entry);
@@ -56,13 +56,14 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 		if (rc < 0)
 			break;
 		const tb_log_entry *e = &ls->entry;
+		int64_t length_ns = (int64_t)llround(e->length_sec * TOP_NS_PER_SEC);
 		if (a.intervals == 0) {
-			want = top_window_intervals(window_ns, e->length_sec * TOP_NS_PER_SEC,
-						    TOP_LOG_KEEP);
+			uint32_t want = top_window_intervals(window_ns, (double)length_ns, TOP_LOG_KEEP);
 			n = age + want;
+			reach_ns = top_window_reach(want, length_ns);
 		}
-		if (!top_window_interval(&a, (int64_t)llround(e->start_abs_sec * TOP_NS_PER_SEC),
-					 (int64_t)llround(e->length_sec * TOP_NS_PER_SEC), want))
+		if (!top_window_interval(&a, (int64_t)llround(e->start_abs_sec * TOP_NS_PER_SEC), length_ns,
+					 reach_ns))
 			break; /* older than the window */
 		rc = top_window_hist(&a, &e->hist);
 	}

@@ -135,7 +135,8 @@ uint32_t top_window_intervals(int64_t window_ns, double interval_ns, uint32_t ca
 int top_window_check(const struct top_options *o, const struct top_snap *sn);
 void top_window_init(struct top_window *w);
 void top_window_free(struct top_window *w);
-bool top_window_interval(struct top_window *w, int64_t start_ns, int64_t length_ns, uint32_t n);
+int64_t top_window_reach(uint32_t n, int64_t interval_ns);
+bool top_window_interval(struct top_window *w, int64_t start_ns, int64_t length_ns, int64_t reach_ns);
 int top_window_hist(struct top_window *w, const tb_hist *h);
 void top_window_finish(const struct top_window *w, struct top_row *r, int64_t now_ns);
 struct top_row *top_add_row(struct top_snap *sn);

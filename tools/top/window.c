@@ -8,10 +8,11 @@
  *    a --window that whole intervals cannot make, naming the source.
  *  - Intervals are added newest first; the merged histogram grows to hold
  *    each one's range, so no count is clamped and none is counted twice.
- *  - A window is bounded in time too: the intervals that start within the
- *    n intervals up to the end of the row's newest one. A metric quiet for
- *    a while has fewer intervals in it, never older ones; a row whose
- *    newest interval is old says how old (format_text.c).
+ *  - A window is bounded in time too: the intervals that start within its
+ *    n intervals (of the source's length, and half of one) before the end
+ *    of the row's newest one. A metric quiet for a while has fewer
+ *    intervals in it, never older ones; a row whose newest interval is
+ *    old says how old (format_text.c).
  *  - Every figure of a row comes from the merged histogram (tb_summarize)
  *    and the intervals' bounds: percentiles of merged counts, never
  *    averaged. A percentile is marked insufficient when fewer than
@@ -79,19 +80,28 @@ void top_window_free(struct top_window *a)
 	top_window_init(a);
 }
 
-/* Called newest first. The window is the time of `n` intervals up to the
- * end of the newest: an older interval (a metric quiet in between) is not
- * in it, and false says so (the walk ends there). */
-bool top_window_interval(struct top_window *a, int64_t start_ns, int64_t length_ns, uint32_t n)
+/* How far back from the end of a window's newest interval the others may
+ * start: the window's n intervals of `interval_ns`, and half of one spare
+ * (lengths rounded from seconds in a log). */
+int64_t top_window_reach(uint32_t n, int64_t interval_ns)
+{
+	int64_t reach;
+	if (__builtin_mul_overflow((int64_t)n, interval_ns, &reach) ||
+	    __builtin_add_overflow(reach, interval_ns / 2, &reach))
+		return INT64_MAX; /* lengths from the segment: a bound that overflows bounds nothing */
+	return reach;
+}
+
+/* Called newest first. The window is the time `reach_ns` (top_window_reach)
+ * up to the end of the newest: an interval that starts before (a metric
+ * quiet in between) is not in it, and false says so (the walk ends there).
+ * The newest may be short (a collector's last, at its stop). */
+bool top_window_interval(struct top_window *a, int64_t start_ns, int64_t length_ns, int64_t reach_ns)
 {
 	if (a->intervals == 0) {
-		/* n - 1 intervals before the newest, half of one spare for
-		 * lengths rounded from seconds; times from the segment: a
-		 * bound that overflows bounds nothing */
-		int64_t back;
-		if (__builtin_mul_overflow((int64_t)n - 1, length_ns, &back) ||
-		    __builtin_add_overflow(back, length_ns / 2, &back) ||
-		    __builtin_sub_overflow(start_ns, back, &a->from_ns))
+		int64_t end;
+		if (__builtin_add_overflow(start_ns, length_ns, &end) ||
+		    __builtin_sub_overflow(end, reach_ns, &a->from_ns))
 			a->from_ns = INT64_MIN;
 	} else if (start_ns < a->from_ns) {
 		return false;
