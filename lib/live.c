@@ -162,8 +162,11 @@ int tb_live_read(const tb_seg *s, uint32_t id, uint32_t age, tb_live_interval *s
 		c.hist_cap = FRAME_GUESS;
 	}
 	int rc = stable_copy(s, id, age, &c);
-	if (rc == 0) {
+	/* -EBADMSG from the copy: a frame the record cannot have, read while
+	 * the counter stood still, so the record itself is a stable copy */
+	if (rc == 0 || rc == -EBADMSG)
 		*summary = c.iv;
+	if (rc == 0) {
 		const char *why;
 		if (!h)
 			rc = 1;

@@ -154,6 +154,21 @@ static void carry_retired(struct bus *b, struct metric *m)
 	}
 }
 
+/* A metric's label, fixed when it is first followed, so that its counters
+ * never move to another series: its shown name (tb_seg_metric_shown_name),
+ * or metric#<id> when a metric followed before has that label (the same
+ * name registered twice, the other entry shown under it since). */
+static void label(struct bus *b, uint32_t id, struct metric *m)
+{
+	tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
+	for (uint32_t k = 0; k < b->nmetrics; k++) {
+		if (k != id && b->metrics[k].followed && strcmp(b->metrics[k].name, m->name) == 0) {
+			snprintf(m->name, sizeof(m->name), "metric#%u", (unsigned)id);
+			return;
+		}
+	}
+}
+
 static void count_drops(struct bus *b, const tb_live_interval *iv)
 {
 	for (uint32_t i = 0; i < DROP_STARTS; i++) {
@@ -274,10 +289,8 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 		if (__atomic_load_n(&entry->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
 			continue;
 		struct metric *m = &b->metrics[id];
-		/* at every poll: an entry of the same name that a lookup finds
-		 * first may have come since (tb_seg_metric_shown_name) */
-		tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
 		if (!m->followed) {
+			label(b, id, m);
 			m->followed = true;
 			m->needs_base = !b->polled; /* later ones are new: all of them counts */
 			carry_retired(b, m);
@@ -285,10 +298,10 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 		int rc = follow_metric(e, b, id);
 		if (rc == -ENOMEM)
 			return rc;
-		if (rc < 0 && !first_error) {
+		if (rc < 0 && !first_error)
 			first_error = rc;
+		if (rc < 0 && !e->where[0]) /* the poll's first error, whichever bus */
 			snprintf(e->where, sizeof(e->where), "bus %s, metric %s", b->name, m->name);
-		}
 	}
 	b->polled = true;
 	return first_error;

@@ -201,19 +201,30 @@ static void a_restarted_collector_keeps_the_live_area_it_can_vouch_for(void **st
 	assert_int_equal(tb_live_read_newest(&f->c.seg, id1, &snap), -ENOENT);
 }
 
-/* tailbus_events_total of metric m0 in the exporter's text exposition. */
-static double exported_events_of_m0(tb_prom_export *e)
+/* tailbus_events_total of `metric` in the exporter's text exposition; -1
+ * when it has no such series. *series (if given) gets how many it has. */
+static double exported_events(tb_prom_export *e, const char *metric, int *series)
 {
 	tb_prom_buf out = {0};
 	assert_int_equal(tb_prom_export_render(e, false, 0, &out), 0);
 	char *text = strndup(out.data, out.len);
 	assert_non_null(text);
-	const char *key = "tailbus_events_total{bus=\"b\",metric=\"m0\",host=\"h\"} ";
+	char key[128];
+	snprintf(key, sizeof(key), "tailbus_events_total{bus=\"b\",metric=\"%s\",host=\"h\"} ", metric);
 	const char *at = strstr(text, key);
-	assert_non_null(at);
-	double v = strtod(at + strlen(key), NULL);
+	double v = at ? strtod(at + strlen(key), NULL) : -1;
+	if (series)
+		for (*series = 0; at; at = strstr(at + 1, key))
+			++*series;
 	free(text);
 	tb_prom_buf_free(&out);
+	return v;
+}
+
+static double exported_events_of_m0(tb_prom_export *e)
+{
+	double v = exported_events(e, "m0", NULL);
+	assert_true(v >= 0);
 	return v;
 }
 
@@ -288,6 +299,52 @@ static void the_exporter_passes_over_a_corrupt_interval(void **state)
 	assert_int_equal(tb_prom_export_poll(e), -EBADMSG);
 	assert_int_equal(tb_prom_export_poll(e), 0); /* passed over, though the newest */
 	assert_true(exported_events_of_m0(e) == 1 + 3 + 1);
+	/* a record whose frame it cannot have (no bytes) */
+	publish_counts(f, 2);
+	uint32_t cap = f->c.seg.layout.live_intervals;
+	tb_seg_live_interval(&f->c.seg, id, (tb_seg_live(&f->c.seg, id)->newest + cap - 1) % cap)->hist_len = 0;
+	assert_int_equal(tb_prom_export_poll(e), -EBADMSG);
+	assert_string_equal(tb_prom_export_where(e), "bus b, metric m0");
+	assert_true(exported_events_of_m0(e) == 1 + 3 + 1 + 2);
+	tb_prom_export_free(e);
+	tb_seg_close(&seg);
+}
+
+/* A name registered twice (a registrant stalled past the 10 ms a lookup
+ * waits, another registered the name again further on, then the first
+ * finished): the series the exporter followed first keeps the label and
+ * its counts, which never go back; the other entry gets metric#<id>. */
+static void an_exported_series_keeps_its_label(void **state)
+{
+	struct fixture *f = *state;
+	int stalled = tb_seg_metric_register(&f->c.seg, "zz");
+	assert_true(stalled >= 0);
+	tb_metric_entry *e0 = tb_seg_metric(&f->c.seg, (uint32_t)stalled);
+	e0->state = TB_METRIC_RESERVING;
+	f->m[2] = tb_metric(f->p, "zz");
+	uint32_t again = tb_metric_id(f->m[2]);
+	assert_true(again != (uint32_t)stalled);
+	tb_seg seg;
+	const char *why = NULL;
+	assert_int_equal(tb_seg_open(&seg, f->seg_dir, BUS, NULL, TB_SEG_READONLY, &why), 0);
+	tb_prom_export *e;
+	assert_int_equal(tb_prom_export_new(&e, "h", TB_PROM_SCHEMA_DEFAULT), 0);
+	assert_int_equal(tb_prom_export_add_bus(e, &seg, "b"), 0);
+	assert_int_equal(tb_prom_export_poll(e), 0);
+	for (int k = 0; k < 2; k++) {
+		spans(f, 2, 5, at(f, 1000), 100);
+		tb_collector_drain_all(&f->c);
+		assert_int_equal(tb_collector_close_interval(&f->c, f->c.cfg.interval_ns), 0);
+		assert_int_equal(tb_prom_export_poll(e), 0);
+		if (k == 0)
+			e0->state = TB_METRIC_READY; /* the stalled one finishes */
+	}
+	int series = 0;
+	assert_true(exported_events(e, "zz", &series) == 10);
+	assert_int_equal(series, 1);
+	char other[32];
+	snprintf(other, sizeof(other), "metric#%d", stalled);
+	assert_true(exported_events(e, other, NULL) == 0);
 	tb_prom_export_free(e);
 	tb_seg_close(&seg);
 }
@@ -297,6 +354,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(the_exporter_passes_over_a_corrupt_interval, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(an_exported_series_keeps_its_label, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			the_live_heap_lets_the_oldest_intervals_go_and_keeps_the_rest_whole,
 			setup_small_heap, teardown),

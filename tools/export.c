@@ -381,7 +381,8 @@ static void poll_loop(struct server *srv, const struct options *o, tb_seg *segs,
 		pthread_mutex_lock(&srv->lock);
 		int rc = tb_prom_export_poll(srv->exp);
 		pthread_mutex_unlock(&srv->lock);
-		if (rc != last && rc)
+		/* each passed-over interval is said; other errors when they change */
+		if ((rc != last || rc == -EBADMSG) && rc)
 			tb_cli_error(VERB, "reading a live area: %s: %s", tb_prom_export_where(srv->exp),
 				     rc == -EAGAIN    ? "no stable copy (a collector stuck mid-write?)"
 				     : rc == -EBADMSG ? "an interval's histogram is corrupt (passed over)"

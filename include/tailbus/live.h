@@ -49,8 +49,9 @@ int tb_live_read_newest(const tb_seg *s, uint32_t id, tb_live_snapshot *out);
  * `h` (zeroed or from an earlier call; free with tb_hist_free). Returns 0
  * (h's total equals the summary's count), 1 when `h` is NULL (the summary
  * only), the errors above (-ERANGE: age too old, or its frame already let go),
- * -EBADMSG when the frame does not decode to the summary's count (a scribbled
- * live area), or -ENOMEM. */
+ * -EBADMSG when the frame does not decode to the summary's count or the
+ * record's frame cannot be (a scribbled live area; *summary is then the
+ * record as read), or -ENOMEM. */
 int tb_live_read(const tb_seg *s, uint32_t id, uint32_t age, tb_live_interval *summary, tb_hist *h);
 
 /* How often tb_live_read_window walks a window again when publishes keep
