@@ -195,11 +195,26 @@ static void scan_tail(const char *buf, size_t n, off_t at, double base, double s
 	t->from_known = true; /* the file's start */
 }
 
+/* Cut the log at `path` back to `keep` bytes, noted for the report; a log
+ * that cannot be written (its mode changed by a log shipper) is left as
+ * it is, and the report says that too. */
+static void cut_log(struct tb_accounts *a, const char *path, off_t keep, uint64_t bytes)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	snprintf(a->cut_path, sizeof(a->cut_path), "%s", path);
+	a->cut_bytes = bytes;
+	a->cut_failed = fd < 0 || ftruncate(fd, keep) < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Whether the newest log of the bus holds all `lines` lines of interval
  * `start_ns` (the write a killed collector was making completed). When it
  * holds a part, that part is cut off (the interval is counted lost whole),
  * and so is a line cut short at its end: the log reads as whole intervals
- * again. What was cut is noted in c->accounts for the report. */
+ * again. (A part whose start lies before the TAIL_MAX bytes read keeps its
+ * whole lines, counted lost as well.) What was cut is noted in c->accounts
+ * for the report. */
 static bool newest_log_has(tb_collector *c, int64_t start_ns, uint32_t lines)
 {
 	struct tb_accounts *a = &c->accounts;
@@ -207,7 +222,7 @@ static bool newest_log_has(tb_collector *c, int64_t start_ns, uint32_t lines)
 	if (!c->cfg.writer.dir ||
 	    tb_writer_newest_log(c->cfg.writer.dir, c->cfg.bus, path, sizeof(path)) < 0)
 		return false;
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
 	struct stat st;
@@ -225,11 +240,11 @@ static bool newest_log_has(tb_collector *c, int64_t start_ns, uint32_t lines)
 			tail_scan t;
 			scan_tail(buf, (size_t)got, from, base, (double)start_ns / 1e9, &t);
 			whole = t.lines >= lines;
-			off_t keep = whole ? t.whole_end : t.from_known ? t.from : st.st_size;
-			if (keep < st.st_size && ftruncate(fd, keep) == 0) {
-				snprintf(a->cut_path, sizeof(a->cut_path), "%s", path);
-				a->cut_bytes = (uint64_t)(st.st_size - keep);
-			}
+			/* where the lines begin lies before the bytes read: the
+			 * line cut short goes, the whole ones stay (counted lost) */
+			off_t keep = !whole && t.from_known ? t.from : t.whole_end;
+			if (keep < st.st_size)
+				cut_log(a, path, keep, (uint64_t)(st.st_size - keep));
 		}
 	}
 	free(buf);
@@ -296,11 +311,16 @@ static void report(tb_collector *c)
 			 lost, (int)a->dead_pid, from);
 	if (n > 0 && (size_t)n < sizeof(line))
 		tb_writer_append_log(c->writer, line, (size_t)n);
-	if (a->cut_bytes)
+	if (a->cut_bytes && !a->cut_failed)
 		fprintf(stderr,
 			"tailbusd: %s: cut back by %llu bytes to its last whole interval (the kill came "
 			"while the interval at %.3f was being written; it is counted lost)\n",
 			a->cut_path, (unsigned long long)a->cut_bytes, from);
+	else if (a->cut_bytes)
+		fprintf(stderr,
+			"tailbusd: %s: its last %llu bytes are a part of the interval at %.3f, which the kill "
+			"cut short (counted lost), and cannot be cut off: %s\n",
+			a->cut_path, (unsigned long long)a->cut_bytes, from, strerror(a->cut_failed));
 	n = snprintf(line, sizeof(line), "%.3f,collector-lost,collector:%d,%llu,,,,,,,,,%llu,,,,\n", from,
 		     (int)a->dead_pid, lost, folds);
 	if (n > 0 && (size_t)n < sizeof(line))

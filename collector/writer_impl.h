@@ -52,13 +52,14 @@ struct note {
 	uint64_t intervals;
 	int file; /* FILE_LOG or FILE_SIDECAR: which one lost them */
 	int err;
-	uint64_t good_at; /* that file's `good` at the run's last loss */
+	uint64_t written_at; /* that file's appends_written at the run's last loss */
 };
 
 struct wfile {
 	int fd;        /* -1 when closed */
 	uint64_t size; /* bytes written or queued (for rotation by size) */
 	uint64_t good; /* bytes written whole: where the next write goes */
+	uint64_t appends_written; /* buffers of appends written whole (not preambles) */
 	char path[PATH_MAX];
 	/* the preamble: written before the next append's bytes */
 	char *header;  /* until it has been written; NULL after */

@@ -39,14 +39,14 @@ static const char *file_word(int which)
 /* Add interval `at` of file `which`, lost for `err`, to a file's notes: to
  * the run of that file and reason it continues, unless the preamble being
  * written holds that run (it may be on disk already), or file `which` has
- * written something whole since the run's last loss (`good`, its bytes
- * written whole now: a run holds consecutive losses only, never one that
- * spans an interval written). */
-static void add_note(struct wfile *f, int which, int64_t at, int err, uint64_t good)
+ * written an append whole since the run's last loss (`written`, its count
+ * of those now; a preamble's notes do not count): a run holds consecutive
+ * losses only, never one that spans an interval written. */
+static void add_note(struct wfile *f, int which, int64_t at, int err, uint64_t written)
 {
 	for (int k = f->nnotes - 1; k >= f->pre_notes; k--) {
 		struct note *n = &f->notes[k];
-		if (n->file != which || n->err != err || n->good_at != good)
+		if (n->file != which || n->err != err || n->written_at != written)
 			continue;
 		if (at != n->last_ns) {
 			n->last_ns = at > n->last_ns ? at : n->last_ns;
@@ -55,7 +55,7 @@ static void add_note(struct wfile *f, int which, int64_t at, int err, uint64_t g
 		return;
 	}
 	if (f->nnotes < NOTES_MAX) {
-		f->notes[f->nnotes++] = (struct note){at, at, 1, which, err, good};
+		f->notes[f->nnotes++] = (struct note){at, at, 1, which, err, written};
 	} else if (f->nnotes > f->pre_notes) { /* full: the last run widens */
 		struct note *n = &f->notes[f->nnotes - 1];
 		n->last_ns = at > n->last_ns ? at : n->last_ns;
@@ -71,7 +71,7 @@ static void lose_locked(tb_writer *w, int which, int64_t at, int err)
 	w->stats.lost_appends++;
 	for (int i = 0; i < FILE_COUNT; i++)
 		if (w->files[i].fd >= 0)
-			add_note(&w->files[i], which, at, err, w->files[which].good);
+			add_note(&w->files[i], which, at, err, w->files[which].appends_written);
 	if (w->losses_count) {
 		tb_writer_loss *last = &w->losses[(w->losses_head + w->losses_count - 1) % LOSSES_MAX];
 		if (last->interval_ns == at && last->which == which)
@@ -179,6 +179,7 @@ void wr_buffer_done_locked(tb_writer *w, struct wbuf *b, int rc)
 	struct wfile *f = &w->files[b->file];
 	if (rc == 0) {
 		f->good += b->len;
+		f->appends_written++;
 	} else {
 		note_error_locked(w, rc, "a write to the log files failed");
 		f->size -= b->len;

@@ -441,6 +441,8 @@ static void kill_amid_an_intervals_write(struct fixture *f, int whole_lines)
 	tb_collector_drain_all(&f->c);
 	int64_t closing = f->c.closer.start_ns;
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	/* what the closer said it was writing: its three lines */
+	assert_int_equal(((tb_seg_header *)f->c.seg.base)->pending_lines, METRICS);
 	char log[4096];
 	assert_int_equal(tb_writer_newest_log(f->log_dir, BUS, log, sizeof(log)), 0);
 	tb_collector_config cfg;
