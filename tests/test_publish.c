@@ -201,6 +201,18 @@ static void a_restarted_collector_keeps_the_live_area_it_can_vouch_for(void **st
 	assert_int_equal(tb_live_read_newest(&f->c.seg, id1, &snap), -ENOENT);
 }
 
+/* An exporter (host "h") of the fixture's bus (label "b"), mapped read-only
+ * into *seg as tailbus export maps it. */
+static tb_prom_export *exporter(struct fixture *f, tb_seg *seg)
+{
+	const char *why = NULL;
+	assert_int_equal(tb_seg_open(seg, f->seg_dir, BUS, NULL, TB_SEG_READONLY, &why), 0);
+	tb_prom_export *e;
+	assert_int_equal(tb_prom_export_new(&e, "h", TB_PROM_SCHEMA_DEFAULT), 0);
+	assert_int_equal(tb_prom_export_add_bus(e, seg, "b"), 0);
+	return e;
+}
+
 /* tailbus_events_total of `metric` in the exporter's text exposition; -1
  * when it has no such series. *series (if given) gets how many it has. */
 static double exported_events(tb_prom_export *e, const char *metric, int *series)
@@ -239,11 +251,7 @@ static void the_exporters_baseline_waits_for_a_read_that_succeeds(void **state)
 	uint32_t id = tb_metric_id(f->m[0]);
 	publish_counts(f, 2); /* 3 events before the exporter */
 	tb_seg seg;
-	const char *why = NULL;
-	assert_int_equal(tb_seg_open(&seg, f->seg_dir, BUS, NULL, TB_SEG_READONLY, &why), 0);
-	tb_prom_export *e;
-	assert_int_equal(tb_prom_export_new(&e, "h", TB_PROM_SCHEMA_DEFAULT), 0);
-	assert_int_equal(tb_prom_export_add_bus(e, &seg, "b"), 0);
+	tb_prom_export *e = exporter(f, &seg);
 	uint64_t *seq = &tb_seg_live(&f->c.seg, id)->seq;
 	uint64_t was = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
 	__atomic_store_n(seq, was | 1, __ATOMIC_RELEASE); /* "mid-publish" */
@@ -281,11 +289,7 @@ static void the_exporter_passes_over_a_corrupt_interval(void **state)
 	uint32_t id = tb_metric_id(f->m[0]);
 	publish_counts(f, 1); /* before the exporter: its baseline */
 	tb_seg seg;
-	const char *why = NULL;
-	assert_int_equal(tb_seg_open(&seg, f->seg_dir, BUS, NULL, TB_SEG_READONLY, &why), 0);
-	tb_prom_export *e;
-	assert_int_equal(tb_prom_export_new(&e, "h", TB_PROM_SCHEMA_DEFAULT), 0);
-	assert_int_equal(tb_prom_export_add_bus(e, &seg, "b"), 0);
+	tb_prom_export *e = exporter(f, &seg);
 	assert_int_equal(tb_prom_export_poll(e), 0);
 	publish_counts(f, 3); /* 1, 2 and 3 events */
 	scribble_frame(f, id, 1); /* the middle one */
@@ -325,11 +329,7 @@ static void an_exported_series_keeps_its_label(void **state)
 	uint32_t again = tb_metric_id(f->m[2]);
 	assert_true(again != (uint32_t)stalled);
 	tb_seg seg;
-	const char *why = NULL;
-	assert_int_equal(tb_seg_open(&seg, f->seg_dir, BUS, NULL, TB_SEG_READONLY, &why), 0);
-	tb_prom_export *e;
-	assert_int_equal(tb_prom_export_new(&e, "h", TB_PROM_SCHEMA_DEFAULT), 0);
-	assert_int_equal(tb_prom_export_add_bus(e, &seg, "b"), 0);
+	tb_prom_export *e = exporter(f, &seg);
 	assert_int_equal(tb_prom_export_poll(e), 0);
 	for (int k = 0; k < 2; k++) {
 		spans(f, 2, 5, at(f, 1000), 100);

@@ -405,6 +405,17 @@ static void a_mended_slot_is_no_stopped_claim(void **state)
 	assert_true(tb_slot_settle(s, next, TB_SLOT_FREE));
 }
 
+/* A producer on slot 1 (the fixture's is on slot 0), followed by the
+ * collector. */
+static tb_producer *attach_followed(struct fixture *f, const char *name)
+{
+	tb_producer *p = tb_attach(BUS, name);
+	assert_int_equal(p->slot, 1);
+	housekeep(f);
+	assert_true(f->c.slots[1].followed);
+	return p;
+}
+
 /* A cut over the slot table zeroes the slot lines; the collector writes
  * back what it followed, the generation with the owner, so that the
  * owner's tb_detach still knows its claim and the slot is freed while its
@@ -413,10 +424,7 @@ static void a_handle_detaches_after_a_cut_over_its_slot(void **state)
 {
 	struct fixture *f = *state;
 	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
-	tb_producer *p = tb_attach(BUS, "cut");
-	assert_int_equal(p->slot, 1);
-	housekeep(f);
-	assert_true(f->c.slots[1].followed);
+	tb_producer *p = attach_followed(f, "cut");
 	int fd = open(f->c.seg.path, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, (off_t)f->c.seg.layout.slots_off), 0);
@@ -524,10 +532,7 @@ static void a_slot_detached_before_a_cut_over_its_ring_is_freed(void **state)
 {
 	struct fixture *f = *state;
 	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
-	tb_producer *p = tb_attach(BUS, "leaves");
-	assert_int_equal(p->slot, 1);
-	housekeep(f);
-	assert_true(f->c.slots[1].followed);
+	tb_producer *p = attach_followed(f, "leaves");
 	tb_detach(p);
 	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
 	cut_to(f, f->c.seg.layout.rings_off + f->c.seg.layout.ring_stride); /* ring 1, not slot lines */
@@ -547,10 +552,7 @@ static void a_slot_detached_between_a_cut_and_its_repair_is_freed(void **state)
 {
 	struct fixture *f = *state;
 	tb_slot *s = tb_seg_slot(&f->c.seg, 1);
-	tb_producer *p = tb_attach(BUS, "leaves");
-	assert_int_equal(p->slot, 1);
-	housekeep(f);
-	assert_true(f->c.slots[1].followed);
+	tb_producer *p = attach_followed(f, "leaves");
 	uint64_t size = f->c.seg.size;
 	cut_to(f, f->c.seg.layout.slots_off);
 	cut_to(f, size); /* given back by a producer: zeros now */

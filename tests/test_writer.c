@@ -681,6 +681,26 @@ static void assert_child(pid_t pid)
 #define FSIZE_LIMIT 4096
 #define SMALL_LINE "after\n"
 
+/* In a forked child: files of at most FSIZE_LIMIT bytes (EFBIG past it,
+ * not SIGXFSZ), and a writer open at T0 in its first interval. *lim (if
+ * given) gets the limit set, its hard limit as it was. */
+static tb_writer *limited_writer(tb_writer_config *c, struct rlimit *lim)
+{
+	struct rlimit mine;
+	if (!lim)
+		lim = &mine;
+	getrlimit(RLIMIT_FSIZE, lim);
+	lim->rlim_cur = FSIZE_LIMIT;
+	signal(SIGXFSZ, SIG_IGN);
+	setrlimit(RLIMIT_FSIZE, lim);
+	tb_writer *w;
+	const char *why;
+	if (tb_writer_open(&w, c, T0 * NS, &why) < 0)
+		_exit(CHILD_OPEN);
+	tb_writer_begin_interval(w, T0 * NS);
+	return w;
+}
+
 static void a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted(struct fixture *f)
 {
 	char big[2 * FSIZE_LIMIT];
@@ -693,14 +713,8 @@ static void a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted(
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct rlimit lim = {FSIZE_LIMIT, FSIZE_LIMIT};
-		signal(SIGXFSZ, SIG_IGN);
-		setrlimit(RLIMIT_FSIZE, &lim);
-		tb_writer *w;
 		const char *why;
-		if (tb_writer_open(&w, &c, T0 * NS, &why) < 0)
-			_exit(CHILD_OPEN);
-		tb_writer_begin_interval(w, T0 * NS);
+		tb_writer *w = limited_writer(&c, NULL);
 		if (tb_writer_append_log(w, big, sizeof(big)) < 0)
 			_exit(CHILD_WRITE);
 		if (tb_writer_flush(w) != -EFBIG)
@@ -768,16 +782,7 @@ static void sidecar_runs_of_lost_intervals_do_not_span_a_logged_one(struct fixtu
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct rlimit lim;
-		getrlimit(RLIMIT_FSIZE, &lim);
-		rlim_t hard = lim.rlim_max;
-		lim.rlim_cur = FSIZE_LIMIT;
-		signal(SIGXFSZ, SIG_IGN);
-		setrlimit(RLIMIT_FSIZE, &lim);
-		tb_writer *w;
-		const char *why;
-		if (tb_writer_open(&w, &c, T0 * NS, &why) < 0)
-			_exit(CHILD_OPEN);
-		tb_writer_begin_interval(w, T0 * NS);
+		tb_writer *w = limited_writer(&c, &lim);
 		tb_writer_flush(w);
 		struct stat st;
 		if (stat(side, &st) < 0 || st.st_size >= FSIZE_LIMIT - 1)
@@ -800,7 +805,7 @@ static void sidecar_runs_of_lost_intervals_do_not_span_a_logged_one(struct fixtu
 		tb_writer_begin_interval(w, (T0 + 3) * NS); /* lost from the log */
 		tb_writer_append_log(w, big, sizeof(big));
 		tb_writer_flush(w);
-		lim.rlim_cur = hard;
+		lim.rlim_cur = lim.rlim_max;
 		setrlimit(RLIMIT_FSIZE, &lim);
 		tb_writer_begin_interval(w, (T0 + 4) * NS); /* the sidecar writable again */
 		tb_writer_append_sidecar(w, "x\n", 2);
