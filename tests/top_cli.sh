@@ -241,9 +241,18 @@ short_last_interval() {
 	stop_collector "$cpid" || return 1
 	wait "$e" || return 1
 	run_top $bus --once --json --window 3 >"$tmp/short.json" || return 1
-	expect_eq "z0 intervals" "$(metric_field "$tmp/short.json" z0 intervals)" 3
+	expect_eq "z0 intervals" "$(metric_field "$tmp/short.json" z0 intervals)" 3 || return 1
+	# its log likewise: windows of the log's 1 s intervals, not of the short last line's
+	local log
+	log=$(ls "$tmp/$bus"/log/*.hlog)
+	"$TAILBUS" top --log "$log" --once --json --window 3 >"$tmp/short-log.json" || return 1
+	expect_eq "z0 intervals, log" "$(python3 -c '
+import json, sys
+print(next(t["intervals"] for t in json.load(open(sys.argv[1]))["tags"] if t["tag"] == "z0"))' "$tmp/short-log.json")" 3 ||
+		return 1
+	"$TAILBUS" top --log "$log" --once --window 60 >/dev/null
 }
-check "a collector stopped mid-interval: a 3 s window holds its short last interval and the 2 before" short_last_interval
+check "a collector stopped mid-interval: a 3 s window holds its short last interval and the 2 before (bus and log)" short_last_interval
 
 # tb_emit as fast as it can: millions of events a second of one metric,
 # latencies log-spread over 100 ns .. 100 ms (thousands of distinct buckets

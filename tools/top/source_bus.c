@@ -139,10 +139,10 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 		else if (read < 0)
 			r->error = "unreadable live area";
 		else {
-			top_window_finish(a, r, sn->now_ns);
+			top_window_finish(a, r, sn->now_ns, top_bus_interval_ns(b));
 			r->let_go = tb_live_let_go(&b->seg, id, n, a->intervals,
 						   a->newest_end_ns - a->newest_length_ns,
-						   a->newest_length_ns);
+						   top_bus_interval_ns(b));
 		}
 		r->has_drops = true;
 		r->drops = a->drops;

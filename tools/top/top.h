@@ -127,7 +127,6 @@ struct top_window {
 	uint64_t drops, folded;
 	uint32_t gap_us; /* the longest of the intervals' longest_gap_us */
 	int64_t oldest_start_ns, newest_end_ns, newest_length_ns;
-	int64_t from_ns; /* an interval that starts before is older than the window */
 	uint32_t intervals;
 };
 
@@ -138,7 +137,9 @@ void top_window_free(struct top_window *w);
 int64_t top_window_reach(uint32_t n, int64_t interval_ns);
 bool top_window_interval(struct top_window *w, int64_t start_ns, int64_t length_ns, int64_t reach_ns);
 int top_window_hist(struct top_window *w, const tb_hist *h);
-void top_window_finish(const struct top_window *w, struct top_row *r, int64_t now_ns);
+/* `interval_ns`: the source's interval length (not the newest's, which a
+ * collector's stop may cut short). */
+void top_window_finish(const struct top_window *w, struct top_row *r, int64_t now_ns, int64_t interval_ns);
 struct top_row *top_add_row(struct top_snap *sn);
 void top_sort_rows(struct top_snap *sn);
 

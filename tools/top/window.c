@@ -98,14 +98,10 @@ int64_t top_window_reach(uint32_t n, int64_t interval_ns)
  * The newest may be short (a collector's last, at its stop). */
 bool top_window_interval(struct top_window *a, int64_t start_ns, int64_t length_ns, int64_t reach_ns)
 {
-	if (a->intervals == 0) {
-		int64_t end;
-		if (__builtin_add_overflow(start_ns, length_ns, &end) ||
-		    __builtin_sub_overflow(end, reach_ns, &a->from_ns))
-			a->from_ns = INT64_MIN;
-	} else if (start_ns < a->from_ns) {
+	int64_t from;
+	if (a->intervals > 0 && !__builtin_sub_overflow(a->newest_end_ns, reach_ns, &from) &&
+	    start_ns < from)
 		return false;
-	}
 	if (start_ns < a->oldest_start_ns)
 		a->oldest_start_ns = start_ns;
 	int64_t end_ns;
@@ -129,7 +125,7 @@ int top_window_hist(struct top_window *a, const tb_hist *h)
 	return tb_hist_add_growing(&a->merged, h);
 }
 
-void top_window_finish(const struct top_window *a, struct top_row *r, int64_t now_ns)
+void top_window_finish(const struct top_window *a, struct top_row *r, int64_t now_ns, int64_t interval_ns)
 {
 	tb_summary s;
 	tb_summarize(a->have_hist ? &a->merged : NULL, &s);
@@ -143,7 +139,7 @@ void top_window_finish(const struct top_window *a, struct top_row *r, int64_t no
 	r->span_s = (double)(a->newest_end_ns - a->oldest_start_ns) / TOP_NS_PER_SEC;
 	r->rate = r->span_s > 0 ? (double)r->count / r->span_s : 0;
 	r->age_s = (double)(now_ns - a->newest_end_ns) / TOP_NS_PER_SEC;
-	r->interval_s = (double)a->newest_length_ns / TOP_NS_PER_SEC;
+	r->interval_s = (double)interval_ns / TOP_NS_PER_SEC;
 }
 
 struct top_row *top_add_row(struct top_snap *sn)
