@@ -72,6 +72,8 @@ struct bus {
 
 struct tb_prom_export {
 	char where[TB_SEG_PATH_MAX + 64]; /* the first error of the last poll: whose */
+	uint64_t passed_over;                    /* corrupt intervals passed over, ever */
+	char passed_where[TB_SEG_PATH_MAX + 64]; /* ... the newest one's */
 	char host[256];
 	int schema;
 	size_t nbus;
@@ -201,8 +203,11 @@ static int add_interval(tb_prom_export *e, struct bus *b, uint32_t id, uint32_t 
 	}
 	if (rc == -EBADMSG) {
 		/* its histogram does not decode to its count (a scribbled live
-		 * heap): passed over, so that the newer ones are added, and said */
+		 * heap): passed over, so that the newer ones are added, and
+		 * counted for the caller to say */
 		m->last_start = start;
+		e->passed_over++;
+		snprintf(e->passed_where, sizeof(e->passed_where), "bus %s, metric %s", b->name, m->name);
 		return rc;
 	}
 	m->events += (double)iv.count;
@@ -310,6 +315,13 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 const char *tb_prom_export_where(const tb_prom_export *e)
 {
 	return e->where;
+}
+
+uint64_t tb_prom_export_passed_over(const tb_prom_export *e, const char **newest)
+{
+	if (newest)
+		*newest = e->passed_where;
+	return e->passed_over;
 }
 
 int tb_prom_export_poll(tb_prom_export *e)

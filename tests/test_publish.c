@@ -295,8 +295,12 @@ static void the_exporter_passes_over_a_corrupt_interval(void **state)
 	scribble_frame(f, id, 1); /* the middle one */
 	assert_int_equal(tb_prom_export_poll(e), -EBADMSG);
 	assert_string_equal(tb_prom_export_where(e), "bus b, metric m0");
+	const char *newest = NULL;
+	assert_int_equal(tb_prom_export_passed_over(e, &newest), 1);
+	assert_string_equal(newest, "bus b, metric m0");
 	assert_true(exported_events_of_m0(e) == 1 + 3);
 	assert_int_equal(tb_prom_export_poll(e), 0); /* not read again */
+	assert_int_equal(tb_prom_export_passed_over(e, NULL), 1);
 	assert_string_equal(tb_prom_export_where(e), "");
 	publish_counts(f, 2); /* 1 and 2 events, the newest scribbled on */
 	scribble_frame(f, id, 0);
@@ -310,6 +314,16 @@ static void the_exporter_passes_over_a_corrupt_interval(void **state)
 	assert_int_equal(tb_prom_export_poll(e), -EBADMSG);
 	assert_string_equal(tb_prom_export_where(e), "bus b, metric m0");
 	assert_true(exported_events_of_m0(e) == 1 + 3 + 1 + 2);
+	/* two metrics' in one poll: both passed over, and counted */
+	for (int m = 0; m < 2; m++)
+		spans(f, m, 2, at(f, 1000), 100);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, f->c.cfg.interval_ns), 0);
+	scribble_frame(f, id, 0);
+	scribble_frame(f, tb_metric_id(f->m[1]), 0);
+	assert_int_equal(tb_prom_export_poll(e), -EBADMSG);
+	assert_int_equal(tb_prom_export_passed_over(e, &newest), 5);
+	assert_string_equal(newest, "bus b, metric m1");
 	tb_prom_export_free(e);
 	tb_seg_close(&seg);
 }

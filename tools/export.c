@@ -372,6 +372,7 @@ static void poll_loop(struct server *srv, const struct options *o, tb_seg *segs,
 		      struct cpu_watch *cpus)
 {
 	int last = 0;
+	uint64_t passed_said = 0;
 	struct timespec ts = {(time_t)(o->poll_ns / TB_UNIT_S), (long)(o->poll_ns % TB_UNIT_S)};
 	int64_t polls_a_second = TB_UNIT_S / o->poll_ns, n = 0;
 	while (!stop) {
@@ -381,12 +382,22 @@ static void poll_loop(struct server *srv, const struct options *o, tb_seg *segs,
 		pthread_mutex_lock(&srv->lock);
 		int rc = tb_prom_export_poll(srv->exp);
 		pthread_mutex_unlock(&srv->lock);
-		/* each passed-over interval is said; other errors when they change */
-		if ((rc != last || rc == -EBADMSG) && rc)
+		/* intervals passed over as corrupt, every poll that had any;
+		 * other errors when they change */
+		const char *newest;
+		uint64_t passed = tb_prom_export_passed_over(srv->exp, &newest);
+		if (passed != passed_said)
+			tb_cli_error(VERB, "%llu interval%s passed over: a histogram in the live area is "
+				     "corrupt (the newest: %s; %llu in all)",
+				     (unsigned long long)(passed - passed_said), passed - passed_said == 1 ? "" : "s",
+				     newest, (unsigned long long)passed);
+		passed_said = passed;
+		if (rc == -EBADMSG)
+			rc = 0; /* said above */
+		if (rc != last && rc)
 			tb_cli_error(VERB, "reading a live area: %s: %s", tb_prom_export_where(srv->exp),
-				     rc == -EAGAIN    ? "no stable copy (a collector stuck mid-write?)"
-				     : rc == -EBADMSG ? "an interval's histogram is corrupt (passed over)"
-						      : strerror(-rc));
+				     rc == -EAGAIN ? "no stable copy (a collector stuck mid-write?)"
+						   : strerror(-rc));
 		else if (rc != last)
 			tb_cli_error(VERB, "live areas readable again");
 		last = rc;

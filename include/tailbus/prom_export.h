@@ -47,6 +47,10 @@ int tb_prom_export_poll(tb_prom_export *e);
 /* Whose read gave the last poll's first error: "bus <name>, metric <name>"
  * ("" when none). Valid until the next poll. */
 const char *tb_prom_export_where(const tb_prom_export *e);
+/* How many intervals were passed over as corrupt since the exporter began
+ * (every one, whatever other errors a poll had); *newest (if given) names
+ * the bus and metric of the newest ("" when none). */
+uint64_t tb_prom_export_passed_over(const tb_prom_export *e, const char **newest);
 /* The whole exposition: protobuf (native and classic buckets) or text 0.0.4
  * (classic). `now_mono_ns` (CLOCK_MONOTONIC) dates the heartbeat ages.
  * Returns 0 or -ENOMEM. */
