@@ -201,11 +201,11 @@ static void scan_tail(const char *buf, size_t n, off_t at, double base, double s
 static void cut_log(struct tb_accounts *a, const char *path, off_t keep, uint64_t bytes)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-	snprintf(a->cut_path, sizeof(a->cut_path), "%s", path);
-	a->cut_bytes = bytes;
 	a->cut_failed = fd < 0 || ftruncate(fd, keep) < 0 ? errno : 0;
 	if (fd >= 0)
 		close(fd);
+	snprintf(a->cut_path, sizeof(a->cut_path), "%s", path);
+	a->cut_bytes = bytes;
 }
 
 /* Whether the newest log of the bus holds all `lines` lines of interval
@@ -241,9 +241,11 @@ static bool newest_log_has(tb_collector *c, int64_t start_ns, uint32_t lines)
 			scan_tail(buf, (size_t)got, from, base, (double)start_ns / 1e9, &t);
 			whole = t.lines >= lines;
 			/* where the lines begin lies before the bytes read: the
-			 * line cut short goes, the whole ones stay (counted lost) */
+			 * line cut short goes, the whole ones stay (counted lost);
+			 * no line end at all in what was read: nothing is cut */
 			off_t keep = !whole && t.from_known ? t.from : t.whole_end;
-			if (keep < st.st_size)
+			a->cut_to_start = !whole && t.from_known;
+			if (keep < st.st_size && (keep > from || from == 0))
 				cut_log(a, path, keep, (uint64_t)(st.st_size - keep));
 		}
 	}
@@ -313,9 +315,10 @@ static void report(tb_collector *c)
 		tb_writer_append_log(c->writer, line, (size_t)n);
 	if (a->cut_bytes && !a->cut_failed)
 		fprintf(stderr,
-			"tailbusd: %s: cut back by %llu bytes to its last whole interval (the kill came "
-			"while the interval at %.3f was being written; it is counted lost)\n",
-			a->cut_path, (unsigned long long)a->cut_bytes, from);
+			"tailbusd: %s: cut back by %llu bytes, %s (the kill came while the interval at "
+			"%.3f was being written; it is counted lost)\n",
+			a->cut_path, (unsigned long long)a->cut_bytes,
+			a->cut_to_start ? "to where that interval begins" : "a line cut short", from);
 	else if (a->cut_bytes)
 		fprintf(stderr,
 			"tailbusd: %s: its last %llu bytes are a part of the interval at %.3f, which the kill "

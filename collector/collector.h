@@ -429,6 +429,7 @@ typedef struct tb_collector {
 		char cut_path[4096];       /* its newest log, cut back to whole intervals */
 		uint64_t cut_bytes;        /* by this many bytes (0: not cut) */
 		int cut_failed;            /* errno of a cut that could not be made, else 0 */
+		bool cut_to_start;         /* to where the interval begins (else a line cut short) */
 	} accounts;
 	/* published with release: the last interval whose banks are empty again */
 	alignas(64) int64_t freed_start_ns;
