@@ -766,7 +766,7 @@ UNDER_BOTH_BACKENDS(a_write_past_the_file_size_limit_is_cut_back_and_its_interva
  * the log first), T0+3 is lost again: the sidecar, writable again at T0+4,
  * must say two runs, T0+1 and T0+3, not one run T0+1 to T0+3 of 2
  * intervals that spans the logged T0+2. */
-static void sidecar_runs_of_lost_intervals_do_not_span_a_logged_one(struct fixture *f)
+static void lost_runs(struct fixture *f, bool middle_logged)
 {
 	char big[2 * FSIZE_LIMIT];
 	memset(big, 'z', sizeof(big));
@@ -799,8 +799,11 @@ static void sidecar_runs_of_lost_intervals_do_not_span_a_logged_one(struct fixtu
 		tb_writer_begin_interval(w, (T0 + 1) * NS); /* lost from the log */
 		tb_writer_append_log(w, big, sizeof(big));
 		tb_writer_flush(w);
-		tb_writer_begin_interval(w, (T0 + 2) * NS); /* logged */
-		tb_writer_append_log(w, SMALL_LINE, strlen(SMALL_LINE));
+		tb_writer_begin_interval(w, (T0 + 2) * NS); /* logged, or lost after the log's note */
+		if (middle_logged)
+			tb_writer_append_log(w, SMALL_LINE, strlen(SMALL_LINE));
+		else
+			tb_writer_append_log(w, big, sizeof(big));
 		tb_writer_flush(w);
 		tb_writer_begin_interval(w, (T0 + 3) * NS); /* lost from the log */
 		tb_writer_append_log(w, big, sizeof(big));
@@ -822,10 +825,10 @@ static void sidecar_runs_of_lost_intervals_do_not_span_a_logged_one(struct fixtu
 	while (fgets(line, sizeof(line), lf))
 		logged |= strcmp(line, SMALL_LINE) == 0;
 	fclose(lf);
-	assert_true(logged); /* T0+2 is in the log */
+	assert_true(logged == middle_logged); /* T0+2 is in the log, or not */
 	FILE *sf = fopen(side, "r");
 	assert_non_null(sf);
-	long long lost = 0;
+	long long lost = 0, rows = 0;
 	while (fgets(line, sizeof(line), sf)) {
 		double first, last;
 		char *p = strstr(line, ",lost,log:");
@@ -833,15 +836,33 @@ static void sidecar_runs_of_lost_intervals_do_not_span_a_logged_one(struct fixtu
 			continue;
 		first = strtod(line, NULL);
 		last = strtod(p + strlen(",lost,log:"), NULL);
-		if (first <= (double)(T0 + 2) && last >= (double)(T0 + 2))
+		if (middle_logged && first <= (double)(T0 + 2) && last >= (double)(T0 + 2))
 			fail_msg("a sidecar row spans the logged interval %lld: %s", (long long)T0 + 2, line);
+		rows++;
 		const char *count = strchr(strchr(p + 1, ',') + 1, ',');
 		lost += count ? strtoll(count + 1, NULL, 10) : 0;
 	}
 	fclose(sf);
-	assert_int_equal(lost, 2); /* T0+1 and T0+3, each in a row of its own */
+	if (middle_logged) {
+		assert_int_equal(lost, 2); /* T0+1 and T0+3, each in a row of its own */
+	} else {
+		assert_int_equal(lost, 3); /* T0+1 to T0+3: one run, the log's notes between */
+		assert_int_equal(rows, 1);
+	}
+}
+static void sidecar_runs_of_lost_intervals_do_not_span_a_logged_one(struct fixture *f)
+{
+	lost_runs(f, true);
 }
 UNDER_BOTH_BACKENDS(sidecar_runs_of_lost_intervals_do_not_span_a_logged_one)
+
+/* The same, T0+2 lost too: the log's notes written between the losses do
+ * not split the run. */
+static void a_run_of_lost_intervals_is_one_row_across_the_logs_notes(struct fixture *f)
+{
+	lost_runs(f, false);
+}
+UNDER_BOTH_BACKENDS(a_run_of_lost_intervals_is_one_row_across_the_logs_notes)
 
 /* Every name for second T0+1 is taken, so the rotation there fails: the
  * writer says so and goes on writing the file it has; the next rotation
@@ -986,6 +1007,7 @@ int main(void)
 		BOTH(open_refuses_a_bad_configuration_with_einval_and_a_sentence),
 		BOTH(a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted),
 		BOTH(sidecar_runs_of_lost_intervals_do_not_span_a_logged_one),
+		BOTH(a_run_of_lost_intervals_is_one_row_across_the_logs_notes),
 		BOTH(a_rotation_that_cannot_create_its_files_keeps_writing_the_current_ones),
 		TEST(io_uring_refused_by_seccomp_falls_back_to_the_pwrite_thread_and_says_why),
 		BOTH(settle_returns_with_every_append_in_the_files),
