@@ -589,5 +589,18 @@ old_log_age() {
 }
 check "--log of an old log: '(newest data N days old)', not millions of seconds" old_log_age
 
+# A log with one stretched line among lines of 1 s (jHiccup's, 13 lines
+# back): windows stay whole intervals of 1 s, not of the stretched one.
+stretched_line() {
+	local log=${TB_FIXTURES:?}/jHiccup-2.0.7S.logV2.hlog w
+	for w in 10 30; do
+		"$TAILBUS" top --log "$log" --once --json --window $w >"$tmp/stretched.json" || return 1
+		expect_eq "--window $w intervals" "$(python3 -c '
+import json, sys
+print(json.load(open(sys.argv[1]))["tags"][0]["intervals"])' "$tmp/stretched.json")" $w || return 1
+	done
+}
+check "--log with a stretched line in the window: 10 and 30 intervals at --window 10 and 30" stretched_line
+
 stop_collector "$live_pid" || true
 summary top_cli

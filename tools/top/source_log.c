@@ -6,8 +6,8 @@
  *    refresh; a truncated or rotated file is read again from its start.
  *  - Each tag keeps its newest TOP_LOG_KEEP intervals, decoded only when a
  *    window is built. The window's length in intervals comes from the
- *    longest interval length among its lines read (the newest may be a
- *    collector's last, cut short at its stop).
+ *    newest good line's interval length, or the next good line's when that
+ *    is longer (a collector's last line is cut short at its stop).
  *  - A line whose histogram does not decode is counted bad (once) and keeps
  *    its place in the window: the window is still at most the newest n
  *    lines, and ends at one older than its time (window.c).
@@ -45,7 +45,7 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 	top_window_init(&a);
 	snprintf(r->name, sizeof(r->name), "%s", tb_log_follow_tag(ls->follow, tag));
 	uint32_t count = tb_log_follow_count(ls->follow, tag);
-	uint32_t n = count; /* until a good line says how long an interval is */
+	uint32_t n = count, good = 0; /* until a good line says how long an interval is */
 	int64_t interval_ns = 0, reach_ns = INT64_MAX;
 	int rc = 0;
 	for (uint32_t age = 0; rc == 0 && age < n && age < count; age++) {
@@ -58,9 +58,10 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 			break;
 		const tb_log_entry *e = &ls->entry;
 		int64_t length_ns = (int64_t)llround(e->length_sec * TOP_NS_PER_SEC);
-		if (length_ns > interval_ns) {
-			/* the longest line read: the newest may be a collector's
-			 * last, cut short at its stop */
+		if (good++ < 2 && length_ns > interval_ns) {
+			/* the newest good line's length, or the next one's when
+			 * that is longer: a collector's last line is cut short at
+			 * its stop. Settled then, whatever lines come after. */
 			interval_ns = length_ns;
 			uint32_t want = top_window_intervals(window_ns, (double)length_ns, TOP_LOG_KEEP);
 			n = want;
