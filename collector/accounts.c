@@ -192,7 +192,7 @@ static void scan_tail(const char *buf, size_t n, off_t at, double base, double s
 		t->from = at + (off_t)b;
 		end = b;
 	}
-	t->from_known = true; /* the file's start */
+	t->from_known = at == 0; /* the file's start (else no line end was read) */
 }
 
 /* Cut the log at `path` back to `keep` bytes, noted for the report; a log

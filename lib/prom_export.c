@@ -71,7 +71,8 @@ struct bus {
 };
 
 struct tb_prom_export {
-	char where[TB_SEG_PATH_MAX + 64]; /* the first error of the last poll: whose */
+	int poll_rc;                      /* the last poll's error (outranks()) */
+	char where[TB_SEG_PATH_MAX + 64]; /* ... whose */
 	uint64_t passed_over;                    /* corrupt intervals passed over, ever */
 	char passed_where[TB_SEG_PATH_MAX + 64]; /* ... the newest one's */
 	char host[256];
@@ -286,9 +287,18 @@ static int follow_metric(tb_prom_export *e, struct bus *b, uint32_t id)
 	return rc ? rc : bad;
 }
 
+/* Whether error `rc` is the one a poll reports rather than `have`: the
+ * first, but any before an interval passed over (-EBADMSG), which is
+ * counted apart (tb_prom_export_passed_over) and must not hide another. */
+static bool outranks(int rc, int have)
+{
+	return rc < 0 && (have == 0 || (have == -EBADMSG && rc != -EBADMSG));
+}
+
+/* 0, or -ENOMEM; the poll's error and whose it is into e->poll_rc and
+ * e->where. */
 static int poll_bus(tb_prom_export *e, struct bus *b)
 {
-	int first_error = 0;
 	for (uint32_t id = 0; id < b->seg->layout.metric_capacity; id++) {
 		const tb_metric_entry *entry = tb_seg_metric(b->seg, id);
 		if (__atomic_load_n(&entry->state, __ATOMIC_ACQUIRE) != TB_METRIC_READY)
@@ -303,13 +313,13 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 		int rc = follow_metric(e, b, id);
 		if (rc == -ENOMEM)
 			return rc;
-		if (rc < 0 && !first_error)
-			first_error = rc;
-		if (rc < 0 && !e->where[0]) /* the poll's first error, whichever bus */
+		if (outranks(rc, e->poll_rc)) {
+			e->poll_rc = rc;
 			snprintf(e->where, sizeof(e->where), "bus %s, metric %s", b->name, m->name);
+		}
 	}
 	b->polled = true;
-	return first_error;
+	return 0;
 }
 
 const char *tb_prom_export_where(const tb_prom_export *e)
@@ -326,16 +336,14 @@ uint64_t tb_prom_export_passed_over(const tb_prom_export *e, const char **newest
 
 int tb_prom_export_poll(tb_prom_export *e)
 {
-	int first_error = 0;
+	e->poll_rc = 0;
 	e->where[0] = '\0';
 	for (size_t i = 0; i < e->nbus; i++) {
 		int rc = poll_bus(e, &e->bus[i]);
 		if (rc == -ENOMEM)
 			return rc;
-		if (rc < 0 && !first_error)
-			first_error = rc;
 	}
-	return first_error;
+	return e->poll_rc;
 }
 
 void tb_prom_export_free(tb_prom_export *e)

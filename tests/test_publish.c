@@ -324,6 +324,19 @@ static void the_exporter_passes_over_a_corrupt_interval(void **state)
 	assert_int_equal(tb_prom_export_poll(e), -EBADMSG);
 	assert_int_equal(tb_prom_export_passed_over(e, &newest), 5);
 	assert_string_equal(newest, "bus b, metric m1");
+	/* one passed over does not hide another metric's read that fails */
+	for (int m = 0; m < 2; m++)
+		spans(f, m, 2, at(f, 1000), 100);
+	tb_collector_drain_all(&f->c);
+	assert_int_equal(tb_collector_close_interval(&f->c, f->c.cfg.interval_ns), 0);
+	scribble_frame(f, id, 0);
+	uint64_t *seq = &tb_seg_live(&f->c.seg, tb_metric_id(f->m[1]))->seq;
+	uint64_t was = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+	__atomic_store_n(seq, was | 1, __ATOMIC_RELEASE); /* "mid-publish" */
+	assert_int_equal(tb_prom_export_poll(e), -EAGAIN);
+	assert_string_equal(tb_prom_export_where(e), "bus b, metric m1");
+	assert_int_equal(tb_prom_export_passed_over(e, NULL), 6);
+	__atomic_store_n(seq, was, __ATOMIC_RELEASE);
 	tb_prom_export_free(e);
 	tb_seg_close(&seg);
 }

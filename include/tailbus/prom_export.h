@@ -40,12 +40,12 @@ int tb_prom_export_add_bus(tb_prom_export *e, const tb_seg *seg, const char *bus
  * (not added) or -ENOMEM. */
 int tb_prom_export_replace_bus(tb_prom_export *e, const tb_seg *seg);
 /* Add every interval published since the last poll. Returns 0, or the first
- * error of a live read (-EAGAIN: a collector stuck mid-write; -EBADMSG: an
- * interval whose histogram does not decode, passed over; the others are
- * still followed), or -ENOMEM. */
+ * error of a live read (-EAGAIN: a collector stuck mid-write; the others
+ * are still followed), -EBADMSG only when an interval whose histogram does
+ * not decode was passed over and no read failed otherwise, or -ENOMEM. */
 int tb_prom_export_poll(tb_prom_export *e);
-/* Whose read gave the last poll's first error: "bus <name>, metric <name>"
- * ("" when none). Valid until the next poll. */
+/* Whose read gave the last poll's error: "bus <name>, metric <name>" (""
+ * when none). Valid until the next poll. */
 const char *tb_prom_export_where(const tb_prom_export *e);
 /* How many intervals were passed over as corrupt since the exporter began
  * (every one, whatever other errors a poll had); *newest (if given) names
