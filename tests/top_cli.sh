@@ -589,18 +589,45 @@ old_log_age() {
 }
 check "--log of an old log: '(newest data N days old)', not millions of seconds" old_log_age
 
-# A log with one stretched line among lines of 1 s (jHiccup's, 13 lines
-# back): windows stay whole intervals of 1 s, not of the stretched one.
-stretched_line() {
-	local log=${TB_FIXTURES:?}/jHiccup-2.0.7S.logV2.hlog w
-	for w in 10 30; do
-		"$TAILBUS" top --log "$log" --once --json --window $w >"$tmp/stretched.json" || return 1
-		expect_eq "--window $w intervals" "$(python3 -c '
+# Logs whose lines are not all of 1 s: jHiccup's, with a line a stall
+# stretched to 1.95 s 13 lines back; the same cut at that line (the newest
+# stretched); and with two lines of 0.3 s after it (a collector started and
+# stopped twice within an interval); and with its newest lines 1.001 s long,
+# which --window 1 is not refused for. Windows stay whole intervals of 1 s.
+uneven_lines() {
+	local fixture=${TB_FIXTURES:?}/jHiccup-2.0.7S.logV2.hlog w log
+	python3 - "$fixture" "$tmp" <<'PY' || return 1
+import sys
+lines = open(sys.argv[1]).read().splitlines(keepends=True)
+head = [l for l in lines if l[0] in '#"']
+data = [l for l in lines if l[0] not in '#"']
+at = next(i for i, l in enumerate(data) if l.split(',')[1] == '1.950')
+open(sys.argv[2] + '/stretched-newest.hlog', 'w').writelines(head + data[:at + 1])
+f = data[-1].split(',')
+start = float(f[0]) + float(f[1])
+short = []
+for k in range(2):
+    short.append('%.3f,0.300,%s' % (start, ','.join(f[2:])))
+    start += 0.3
+open(sys.argv[2] + '/short-newest.hlog', 'w').writelines(lines + short)
+jitter = [','.join(l.split(',')[:1] + ['1.001'] + l.split(',')[2:]) for l in data[-5:]]
+open(sys.argv[2] + '/jitter.hlog', 'w').writelines(head + data[:-5] + jitter)
+PY
+	# log, window, intervals in it: the newest stretched, it fills two
+	# seconds of the window's time, and one fewer interval is in it
+	local want
+	for want in "$fixture 10 10" "$fixture 30 30" "$tmp/stretched-newest.hlog 10 9" \
+		"$tmp/stretched-newest.hlog 30 29" "$tmp/short-newest.hlog 10 10" "$tmp/short-newest.hlog 30 30" \
+		"$tmp/jitter.hlog 1 1"; do
+		set -- $want
+		"$TAILBUS" top --log "$1" --once --json --window "$2" >"$tmp/uneven.json" || return 1
+		expect_eq "${1##*/} --window $2: intervals, interval" "$(python3 -c '
 import json, sys
-print(json.load(open(sys.argv[1]))["tags"][0]["intervals"])' "$tmp/stretched.json")" $w || return 1
+d = json.load(open(sys.argv[1]))
+print(d["tags"][0]["intervals"], round(d["interval_s"], 1))' "$tmp/uneven.json")" "$3 1.0" || return 1
 	done
 }
-check "--log with a stretched line in the window: 10 and 30 intervals at --window 10 and 30" stretched_line
+check "--log with stretched, short and jittery lines: windows of whole intervals of 1 s" uneven_lines
 
 stop_collector "$live_pid" || true
 summary top_cli

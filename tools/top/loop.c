@@ -14,7 +14,8 @@
  *    the previous one; --once prints a single snapshot (one JSON object with
  *    --json) and exits, without touching the terminal or the signals.
  *  - A snapshot that fails ends top: exit 2 for a --window the source cannot
- *    make, 1 for a source that cannot be read.
+ *    make (judged until a snapshot knows the source's interval, not after),
+ *    1 for a source that cannot be read.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,13 +35,16 @@ struct source {
 	struct top_log log;
 };
 
-static int snapshot(struct source *src, const struct top_options *o, struct top_snap *sn)
+/* `check`: hold --window against the source (until one snapshot knew its
+ * interval: a source's interval that changes later, a collector restarted,
+ * a log's lines that jitter, does not end top). */
+static int snapshot(struct source *src, const struct top_options *o, struct top_snap *sn, bool check)
 {
 	memset(sn, 0, sizeof(*sn));
 	sn->window_ns = o->window_ns;
 	sn->now_ns = top_clock_ns(CLOCK_REALTIME);
 	int rc = src->is_log ? top_log_snapshot(&src->log, o, sn) : top_bus_snapshot(&src->bus, o, sn);
-	if (rc == 0)
+	if (rc == 0 && check)
 		rc = top_window_check(o, sn);
 	if (rc == -ENOMEM)
 		tb_cli_error(TOP_VERB, "out of memory");
@@ -114,9 +118,11 @@ static int run(struct source *src, const struct top_options *o)
 	if (!o->once)
 		term_open(&t, !o->json);
 	int status = TB_EXIT_OK;
+	bool checked = false;
 	for (bool first = true; !term_stop_requested(); first = false) {
 		struct top_snap sn;
-		int rc = snapshot(src, o, &sn);
+		int rc = snapshot(src, o, &sn, !checked);
+		checked |= rc == 0 && sn.interval_s > 0;
 		if (rc == 0)
 			show(&t, o, &sn, first);
 		int64_t period = refresh_ns(src, o, &sn);

@@ -6,8 +6,10 @@
  *    refresh; a truncated or rotated file is read again from its start.
  *  - Each tag keeps its newest TOP_LOG_KEEP intervals, decoded only when a
  *    window is built. The window's length in intervals comes from the
- *    newest good line's interval length, or the next good line's when that
- *    is longer (a collector's last line is cut short at its stop).
+ *    tag's interval length: the median of its newest good lines' (a
+ *    collector's last line is cut short at its stop, a stall stretches
+ *    one), settled before the window is walked. The log's interval, which
+ *    --window is checked against, is that of the tag with the newest data.
  *  - A line whose histogram does not decode is counted bad (once) and keeps
  *    its place in the window: the window is still at most the newest n
  *    lines, and ends at one older than its time (window.c).
@@ -16,6 +18,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +41,35 @@ void top_log_close(struct top_log *ls)
 	tb_log_entry_free(&ls->entry);
 }
 
+/* How many of a tag's newest good lines settle its interval length. */
+#define LENGTH_LINES 5
+
+static int by_value(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The tag's interval length: the median of its newest good lines' (the
+ * upper one of two), so that a collector's last line, cut short at its
+ * stop, and a line a stall stretched do not move it. 0 when it has none;
+ * or a negative errno. */
+static int64_t tag_interval_ns(struct top_log *ls, size_t tag, uint32_t count)
+{
+	int64_t len[LENGTH_LINES];
+	int k = 0;
+	for (uint32_t age = 0; age < count && k < LENGTH_LINES; age++) {
+		int rc = tb_log_follow_read(ls->follow, tag, age, &ls->entry);
+		if (rc == -EINVAL)
+			continue;
+		if (rc < 0)
+			return rc;
+		len[k++] = (int64_t)llround(ls->entry.length_sec * TOP_NS_PER_SEC);
+	}
+	qsort(len, (size_t)k, sizeof(len[0]), by_value);
+	return k ? len[k / 2] : 0;
+}
+
 static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct top_row *r,
 		       int64_t now_ns)
 {
@@ -45,8 +77,11 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 	top_window_init(&a);
 	snprintf(r->name, sizeof(r->name), "%s", tb_log_follow_tag(ls->follow, tag));
 	uint32_t count = tb_log_follow_count(ls->follow, tag);
-	uint32_t n = count, good = 0; /* until a good line says how long an interval is */
-	int64_t interval_ns = 0, reach_ns = INT64_MAX;
+	int64_t interval_ns = tag_interval_ns(ls, tag, count);
+	if (interval_ns < 0)
+		return (int)interval_ns;
+	uint32_t n = top_window_intervals(window_ns, (double)interval_ns, TOP_LOG_KEEP);
+	int64_t reach_ns = top_window_reach(n, interval_ns);
 	int rc = 0;
 	for (uint32_t age = 0; rc == 0 && age < n && age < count; age++) {
 		rc = tb_log_follow_read(ls->follow, tag, age, &ls->entry);
@@ -57,18 +92,8 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 		if (rc < 0)
 			break;
 		const tb_log_entry *e = &ls->entry;
-		int64_t length_ns = (int64_t)llround(e->length_sec * TOP_NS_PER_SEC);
-		if (good++ < 2 && length_ns > interval_ns) {
-			/* the newest good line's length, or the next one's when
-			 * that is longer: a collector's last line is cut short at
-			 * its stop. Settled then, whatever lines come after. */
-			interval_ns = length_ns;
-			uint32_t want = top_window_intervals(window_ns, (double)length_ns, TOP_LOG_KEEP);
-			n = want;
-			reach_ns = top_window_reach(want, length_ns);
-		}
-		if (!top_window_interval(&a, (int64_t)llround(e->start_abs_sec * TOP_NS_PER_SEC), length_ns,
-					 reach_ns))
+		if (!top_window_interval(&a, (int64_t)llround(e->start_abs_sec * TOP_NS_PER_SEC),
+					 (int64_t)llround(e->length_sec * TOP_NS_PER_SEC), reach_ns))
 			break; /* older than the window */
 		rc = top_window_hist(&a, &e->hist);
 	}
@@ -88,12 +113,17 @@ int top_log_snapshot(struct top_log *ls, const struct top_options *o, struct top
 		tb_cli_error(TOP_VERB, "cannot read %s: %s", ls->path, strerror(-rc));
 		return rc;
 	}
+	/* the log's interval: the tag's with the newest data (a tag that
+	 * stopped long ago may have had another) */
+	double newest_age = INFINITY;
 	for (size_t t = 0; t < tb_log_follow_tags(ls->follow); t++) {
 		struct top_row *r = top_add_row(sn);
 		if (!r || (rc = log_tag_row(ls, t, o->window_ns, r, sn->now_ns)) < 0)
 			return r ? rc : -ENOMEM;
-		if (r->interval_s > sn->interval_s)
+		if (r->intervals && r->age_s < newest_age) {
+			newest_age = r->age_s;
 			sn->interval_s = r->interval_s;
+		}
 	}
 	tb_log_follow_stats st;
 	tb_log_follow_stats_get(ls->follow, &st);
