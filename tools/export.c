@@ -394,7 +394,9 @@ static void poll_loop(struct server *srv, const struct options *o, tb_seg *segs,
 		passed_said = passed;
 		if (rc == -EBADMSG)
 			rc = 0; /* said above */
-		if (rc != last && rc)
+		if (rc != last && rc == -ENOMEM)
+			tb_cli_error(VERB, "reading the live areas: out of memory");
+		else if (rc != last && rc)
 			tb_cli_error(VERB, "reading a live area: %s: %s", tb_prom_export_where(srv->exp),
 				     rc == -EAGAIN ? "no stable copy (a collector stuck mid-write?)"
 						   : strerror(-rc));
