@@ -227,6 +227,29 @@ print(sum(t["count"] for t in json.load(open(sys.argv[1]))["tags"] if t["tag"] =
 }
 check "a metric quiet for a while: a 3 s window holds its newest events, not the burst 4 s before" sparse_window
 
+# A bus a producer made before any collector: its interval is not known
+# until one comes, so --window is held against the collector's when it
+# does (top watching from before then ends, exit 2, as --once would).
+window_checked_once_known() {
+	local bus=early rc=0
+	mkdir -p "$tmp/$bus/seg" "$tmp/$bus/log"
+	emit $bus --count 10 >/dev/null || return 1
+	background_top --bus $bus --dir "$tmp/$bus/seg" --json --window 1 --interval-ms 200 >/dev/null 2>"$tmp/early.err"
+	sleep 0.6
+	kill -0 "$tp" || { echo "  top ended before a collector came"; return 1; }
+	start_collector $bus --interval 10s || return 1
+	for _ in $(seq 100); do
+		kill -0 "$tp" 2>/dev/null || break
+		sleep 0.1
+	done
+	wait "$tp" || rc=$?
+	stop_collector "$cpid" || return 1
+	expect_eq "top's exit status" $rc 2 || return 1
+	grep -q "bad value '1' for --window: shorter than one interval of bus $bus (10s)" "$tmp/early.err" ||
+		{ cat "$tmp/early.err"; return 1; }
+}
+check "a bus made before its collector: --window is judged by the collector's interval when it comes" window_checked_once_known
+
 # A collector's last interval is cut short at its stop: a window still
 # reaches back its n intervals of the bus's length, not n of that short one.
 short_last_interval() {
@@ -569,6 +592,8 @@ errors() {
 		"$TAILBUS" top --bus nosuch --dir "$tmp/$BUS/seg" --once &&
 		fails_with 2 "bad value '500ms' for --window: shorter than one interval of bus $BUS \(1s\)" \
 			run_top $BUS --once --window 500ms &&
+		fails_with 2 "bad value '960ms' for --window: shorter than one interval of bus $BUS \(1s\)" \
+			run_top $BUS --once --window 960ms &&
 		fails_with 2 "bad value '2m' for --window: longer than the live area of bus $BUS keeps: 64 intervals of 1s" \
 			run_top $BUS --once --window 2m &&
 		fails_with 2 "bad value '10x' for --window: not a duration" run_top $BUS --once --window 10x &&
@@ -612,6 +637,8 @@ for k in range(2):
 open(sys.argv[2] + '/short-newest.hlog', 'w').writelines(lines + short)
 jitter = [','.join(l.split(',')[:1] + ['1.001'] + l.split(',')[2:]) for l in data[-5:]]
 open(sys.argv[2] + '/jitter.hlog', 'w').writelines(head + data[:-5] + jitter)
+absurd = [','.join(l.split(',')[:1] + ['9999999999.000'] + l.split(',')[2:]) for l in data[-5:]]
+open(sys.argv[2] + '/absurd.hlog', 'w').writelines(head + data[:-5] + absurd)
 PY
 	# log, window, intervals in it: the newest stretched, it fills two
 	# seconds of the window's time, and one fewer interval is in it
@@ -626,6 +653,12 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print(d["tags"][0]["intervals"], round(d["interval_s"], 1))' "$tmp/uneven.json")" "$3 1.0" || return 1
 	done
+	# lines that say they lasted centuries: --window is shorter than one
+	# of them (said, exit 2), not an empty row
+	local rc=0
+	"$TAILBUS" top --log "$tmp/absurd.hlog" --once --json --window 10 >/dev/null 2>"$tmp/absurd.err" || rc=$?
+	expect_eq "absurd.hlog exit status" $rc 2 || return 1
+	grep -q "shorter than one interval of log $tmp/absurd.hlog" "$tmp/absurd.err" || { cat "$tmp/absurd.err"; return 1; }
 }
 check "--log with stretched, short and jittery lines: windows of whole intervals of 1 s" uneven_lines
 

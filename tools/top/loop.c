@@ -122,7 +122,7 @@ static int run(struct source *src, const struct top_options *o)
 	for (bool first = true; !term_stop_requested(); first = false) {
 		struct top_snap sn;
 		int rc = snapshot(src, o, &sn, !checked);
-		checked |= rc == 0 && sn.interval_s > 0;
+		checked |= rc == 0 && sn.interval_known;
 		if (rc == 0)
 			show(&t, o, &sn, first);
 		int64_t period = refresh_ns(src, o, &sn);

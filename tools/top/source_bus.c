@@ -195,6 +195,7 @@ static void bus_header(struct top_bus *b, struct top_snap *sn)
 	sn->heartbeat_age_s = c.heartbeat_age_ns >= 0 ? (double)c.heartbeat_age_ns / TOP_NS_PER_SEC : -1;
 	sn->collector_fresh = c.collector == TB_COLLECTOR_SERVING;
 	sn->interval_s = (double)top_bus_interval_ns(b) / TOP_NS_PER_SEC;
+	sn->interval_known = tb_bus_interval_ns(&b->seg) > 0; /* else a default, until a collector */
 	sn->drain_threads = c.drain_threads;
 	sn->drain_pass_us = c.drain_longest_pass_us;
 	sn->drain_self_pause_us = c.drain_self_pause_us;

@@ -9,7 +9,8 @@
  *    tag's interval length: the median of its newest good lines' (a
  *    collector's last line is cut short at its stop, a stall stretches
  *    one), settled before the window is walked. The log's interval, which
- *    --window is checked against, is that of the tag with the newest data.
+ *    --window is checked against, is the longest of the tags with recent
+ *    data.
  *  - A line whose histogram does not decode is counted bad (once) and keeps
  *    its place in the window: the window is still at most the newest n
  *    lines, and ends at one older than its time (window.c).
@@ -43,6 +44,11 @@ void top_log_close(struct top_log *ls)
 
 /* How many of a tag's newest good lines settle its interval length. */
 #define LENGTH_LINES 5
+/* A tag whose data is this many of its intervals older than the newest
+ * tag's no longer sets the log's interval. */
+#define RECENT_INTERVALS 3
+/* A line's times in ns are held within this (about 146 years). */
+#define LINE_NS_MAX 4.6e18
 
 static int by_value(const void *a, const void *b)
 {
@@ -50,11 +56,21 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The tag's interval length: the median of its newest good lines' (the
- * upper one of two), so that a collector's last line, cut short at its
- * stop, and a line a stall stretched do not move it. 0 when it has none;
- * or a negative errno. */
-static int64_t tag_interval_ns(struct top_log *ls, size_t tag, uint32_t count)
+/* Seconds from a log line as ns, held within what the window arithmetic
+ * takes (a line may say any number). */
+static int64_t line_ns(double s)
+{
+	double ns = s * TOP_NS_PER_SEC;
+	if (!(ns > -LINE_NS_MAX))
+		return -(int64_t)LINE_NS_MAX;
+	return ns < LINE_NS_MAX ? (int64_t)llround(ns) : (int64_t)LINE_NS_MAX;
+}
+
+/* The tag's interval length, into *out: the median of its newest good
+ * lines' (the upper one of two), so that a collector's last line, cut short
+ * at its stop, and a line a stall stretched do not move it; 0 when it has
+ * none. Returns 0 or a negative errno. */
+static int tag_interval_ns(struct top_log *ls, size_t tag, uint32_t count, int64_t *out)
 {
 	int64_t len[LENGTH_LINES];
 	int k = 0;
@@ -64,10 +80,11 @@ static int64_t tag_interval_ns(struct top_log *ls, size_t tag, uint32_t count)
 			continue;
 		if (rc < 0)
 			return rc;
-		len[k++] = (int64_t)llround(ls->entry.length_sec * TOP_NS_PER_SEC);
+		len[k++] = line_ns(ls->entry.length_sec);
 	}
 	qsort(len, (size_t)k, sizeof(len[0]), by_value);
-	return k ? len[k / 2] : 0;
+	*out = k ? len[k / 2] : 0;
+	return 0;
 }
 
 static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct top_row *r,
@@ -77,12 +94,12 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 	top_window_init(&a);
 	snprintf(r->name, sizeof(r->name), "%s", tb_log_follow_tag(ls->follow, tag));
 	uint32_t count = tb_log_follow_count(ls->follow, tag);
-	int64_t interval_ns = tag_interval_ns(ls, tag, count);
-	if (interval_ns < 0)
-		return (int)interval_ns;
+	int64_t interval_ns = 0;
+	int rc = tag_interval_ns(ls, tag, count, &interval_ns);
+	if (rc < 0)
+		return rc;
 	uint32_t n = top_window_intervals(window_ns, (double)interval_ns, TOP_LOG_KEEP);
 	int64_t reach_ns = top_window_reach(n, interval_ns);
-	int rc = 0;
 	for (uint32_t age = 0; rc == 0 && age < n && age < count; age++) {
 		rc = tb_log_follow_read(ls->follow, tag, age, &ls->entry);
 		if (rc == -EINVAL) {
@@ -92,8 +109,7 @@ static int log_tag_row(struct top_log *ls, size_t tag, int64_t window_ns, struct
 		if (rc < 0)
 			break;
 		const tb_log_entry *e = &ls->entry;
-		if (!top_window_interval(&a, (int64_t)llround(e->start_abs_sec * TOP_NS_PER_SEC),
-					 (int64_t)llround(e->length_sec * TOP_NS_PER_SEC), reach_ns))
+		if (!top_window_interval(&a, line_ns(e->start_abs_sec), line_ns(e->length_sec), reach_ns))
 			break; /* older than the window */
 		rc = top_window_hist(&a, &e->hist);
 	}
@@ -113,18 +129,24 @@ int top_log_snapshot(struct top_log *ls, const struct top_options *o, struct top
 		tb_cli_error(TOP_VERB, "cannot read %s: %s", ls->path, strerror(-rc));
 		return rc;
 	}
-	/* the log's interval: the tag's with the newest data (a tag that
-	 * stopped long ago may have had another) */
 	double newest_age = INFINITY;
 	for (size_t t = 0; t < tb_log_follow_tags(ls->follow); t++) {
 		struct top_row *r = top_add_row(sn);
 		if (!r || (rc = log_tag_row(ls, t, o->window_ns, r, sn->now_ns)) < 0)
 			return r ? rc : -ENOMEM;
-		if (r->intervals && r->age_s < newest_age) {
+		if (r->intervals && r->age_s < newest_age)
 			newest_age = r->age_s;
-			sn->interval_s = r->interval_s;
-		}
 	}
+	/* the log's interval: the longest of the tags with recent data
+	 * (within RECENT_INTERVALS of their own of the newest): one that
+	 * stopped long ago, with another interval, does not set it */
+	for (size_t k = 0; k < sn->nrows; k++) {
+		const struct top_row *r = &sn->rows[k];
+		if (r->intervals && r->age_s - newest_age <= RECENT_INTERVALS * r->interval_s &&
+		    r->interval_s > sn->interval_s)
+			sn->interval_s = r->interval_s;
+	}
+	sn->interval_known = sn->interval_s > 0;
 	tb_log_follow_stats st;
 	tb_log_follow_stats_get(ls->follow, &st);
 	sn->log_intervals = st.intervals;

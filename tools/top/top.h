@@ -101,6 +101,7 @@ struct top_snap {
 	int64_t window_ns;
 	uint32_t window_cap; /* intervals kept per metric: a window holds no more */
 	double interval_s;
+	bool interval_known; /* the source says it (a bus's collector, a log's lines), not a guess */
 	int64_t now_ns; /* CLOCK_REALTIME */
 	struct top_row *rows;
 	size_t nrows, cap;

@@ -50,8 +50,8 @@ int top_window_check(const struct top_options *o, const struct top_snap *sn)
 	if (__builtin_mul_overflow(interval_ns, (int64_t)sn->window_cap, &most_ns))
 		most_ns = INT64_MAX; /* lengths from the segment: any value */
 	tb_unit_format(most, sizeof(most), TB_UNIT_DURATION, most_ns);
-	/* a log's lengths jitter (1.001 s): a twentieth of one spare */
-	if (o->window_ns < interval_ns - interval_ns / 20) {
+	/* a log's lengths jitter (1.001 s): a twentieth of one spare there */
+	if (o->window_ns < interval_ns - (sn->from_log ? interval_ns / 20 : 0)) {
 		tb_cli_bad_value(TOP_VERB, "window", o->window_arg,
 				 "shorter than one interval of %s %s (%s): a window is whole intervals",
 				 sn->from_log ? "log" : "bus", sn->source, iv);
