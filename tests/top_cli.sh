@@ -662,5 +662,35 @@ print(d["tags"][0]["intervals"], round(d["interval_s"], 1))' "$tmp/uneven.json")
 }
 check "--log with stretched, short and jittery lines: windows of whole intervals of 1 s" uneven_lines
 
+# A log of two tags, A in intervals of 1 s and B of 10 s: --window is held
+# against the longer while B's data is recent, and not once B stopped long
+# before A's newest.
+two_intervals() {
+	local fixture=${TB_FIXTURES:?}/jHiccup-2.0.7S.logV2.hlog gap rc
+	for gap in 0.5 100; do
+		python3 - "$fixture" "$tmp/two.hlog" "$gap" <<'PY' || return 1
+import sys
+lines = open(sys.argv[1]).read().splitlines(keepends=True)
+head = [l for l in lines if l[0] in '#"']
+rest = [l.split(',', 3)[2:] for l in lines if l[0] not in '#"'][:10]
+end = 1000.0
+a = ['Tag=A,%.3f,1.000,%s,%s' % (end - 10 + k, r[0], r[1]) for k, r in enumerate(rest)]
+b_end = end - float(sys.argv[3])
+b = ['Tag=B,%.3f,10.000,%s,%s' % (b_end - 10 * (3 - k), r[0], r[1]) for k, r in enumerate(rest[:3])]
+open(sys.argv[2], 'w').writelines(head + b + a)
+PY
+		rc=0
+		"$TAILBUS" top --log "$tmp/two.hlog" --once --window 5 >"$tmp/two.out" 2>&1 || rc=$?
+		if [[ $gap == 0.5 ]]; then
+			expect_eq "B recent: exit status" $rc 2 || { cat "$tmp/two.out"; return 1; }
+			grep -q "shorter than one interval of log $tmp/two.hlog (10s)" "$tmp/two.out" ||
+				{ cat "$tmp/two.out"; return 1; }
+		else
+			expect_eq "B stopped long ago: exit status" $rc 0 || { cat "$tmp/two.out"; return 1; }
+		fi
+	done
+}
+check "--log of tags in 1 s and 10 s intervals: --window 5 refused while the 10 s tag is recent, not after" two_intervals
+
 stop_collector "$live_pid" || true
 summary top_cli
