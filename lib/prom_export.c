@@ -157,6 +157,12 @@ static void carry_retired(struct bus *b, struct metric *m)
 	}
 }
 
+/* "bus <name>, metric <label>": whose read an error or a pass-over was. */
+static void whose(char *out, size_t cap, const struct bus *b, const struct metric *m)
+{
+	snprintf(out, cap, "bus %s, metric %s", b->name, m->name);
+}
+
 /* A metric's label, fixed when it is first followed, so that its counters
  * never move to another series: its shown name (tb_seg_metric_shown_name),
  * or metric#<id> when a metric followed before has that label (the same
@@ -166,7 +172,7 @@ static void label(struct bus *b, uint32_t id, struct metric *m)
 	tb_seg_metric_shown_name(b->seg, id, m->name, sizeof(m->name));
 	for (uint32_t k = 0; k < b->nmetrics; k++) {
 		if (k != id && b->metrics[k].followed && strcmp(b->metrics[k].name, m->name) == 0) {
-			snprintf(m->name, sizeof(m->name), "metric#%u", (unsigned)id);
+			tb_seg_metric_id_name(id, m->name, sizeof(m->name));
 			return;
 		}
 	}
@@ -208,7 +214,7 @@ static int add_interval(tb_prom_export *e, struct bus *b, uint32_t id, uint32_t 
 		 * counted for the caller to say */
 		m->last_start = start;
 		e->passed_over++;
-		snprintf(e->passed_where, sizeof(e->passed_where), "bus %s, metric %s", b->name, m->name);
+		whose(e->passed_where, sizeof(e->passed_where), b, m);
 		return rc;
 	}
 	m->events += (double)iv.count;
@@ -315,7 +321,7 @@ static int poll_bus(tb_prom_export *e, struct bus *b)
 			return rc;
 		if (outranks(rc, e->poll_rc)) {
 			e->poll_rc = rc;
-			snprintf(e->where, sizeof(e->where), "bus %s, metric %s", b->name, m->name);
+			whose(e->where, sizeof(e->where), b, m);
 		}
 	}
 	b->polled = true;

@@ -96,7 +96,12 @@ void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t ca
 	if (tb_seg_metric_name_valid(name) && found_at(s, id, name))
 		snprintf(out, cap, "%s", name);
 	else
-		snprintf(out, cap, "metric#%u", (unsigned)id); /* "#": in no valid name */
+		tb_seg_metric_id_name(id, out, cap);
+}
+
+void tb_seg_metric_id_name(uint32_t id, char *out, size_t cap)
+{
+	snprintf(out, cap, "metric#%u", (unsigned)id); /* "#": in no valid name */
 }
 
 static int lookup(const tb_seg *s, const char *name, bool add)

@@ -362,6 +362,13 @@ tb_producer *tb_attach(const char *bus, const char *thread_name)
 	return p;
 }
 
+/* A live handle inherited through fork() records nowhere in the child
+ * (fork_child): to the child it is not live. */
+static bool inherited(const tb_producer *p)
+{
+	return p->seg && getpid() != p->owner_pid;
+}
+
 void tb_detach(tb_producer *p)
 {
 	if (!p)
@@ -374,7 +381,7 @@ void tb_detach(tb_producer *p)
 		 * a destructor) leaves its parent's ring alone. And only the
 		 * claim it made: one taken back and claimed again since (by any
 		 * process, whatever its pid) has another generation. */
-		if (getpid() == p->owner_pid) {
+		if (!inherited(p)) {
 			/* the final position, so the collector drains exactly what
 			 * was written; a hint only, and only into our claim's ring */
 			if (tb_slot_held(__atomic_load_n(tb_slot_word_of(s), __ATOMIC_ACQUIRE), p->generation))
@@ -409,13 +416,6 @@ void tb_producer_stats_get(const tb_producer *p, tb_producer_stats *st)
 	st->dropped = p->dropped;
 	st->folded = p->folded;
 	st->attempted = st->written + st->dropped + st->folded;
-}
-
-/* A live handle inherited through fork() records nowhere in the child
- * (fork_child): to the child it is not live. */
-static bool inherited(const tb_producer *p)
-{
-	return p->seg && getpid() != p->owner_pid;
 }
 
 int tb_producer_error(const tb_producer *p, const char **why)

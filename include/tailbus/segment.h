@@ -212,6 +212,8 @@ bool tb_seg_metric_name_valid(const char *name);
  * never share a name, in a log, top or Prometheus.
  * `id` must be below the layout's metric_capacity. */
 void tb_seg_metric_shown_name(const tb_seg *s, uint32_t id, char *out, size_t cap);
+/* "metric#<id>": what a metric is shown as when its name cannot be. */
+void tb_seg_metric_id_name(uint32_t id, char *out, size_t cap);
 
 /* The page that a fault in a mapping of file `fd` falls in: the file
  * system's huge page on hugetlbfs, else the system's page. From the file

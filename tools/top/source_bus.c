@@ -115,7 +115,8 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 {
 	tb_hist scratch;
 	memset(&scratch, 0, sizeof(scratch));
-	struct window_walk w = {.n = n, .reach_ns = top_window_reach(n, top_bus_interval_ns(b))};
+	int64_t interval_ns = top_bus_interval_ns(b);
+	struct window_walk w = {.n = n, .reach_ns = top_window_reach(n, interval_ns)};
 	struct top_window *a = &w.a;
 	top_window_init(a);
 	int rc = 0;
@@ -139,10 +140,9 @@ static int bus_rows(struct top_bus *b, uint32_t n, struct top_snap *sn)
 		else if (read < 0)
 			r->error = "unreadable live area";
 		else {
-			top_window_finish(a, r, sn->now_ns, top_bus_interval_ns(b));
+			top_window_finish(a, r, sn->now_ns, interval_ns);
 			r->let_go = tb_live_let_go(&b->seg, id, n, a->intervals,
-						   a->newest_end_ns - a->newest_length_ns,
-						   top_bus_interval_ns(b));
+						   a->newest_end_ns - a->newest_length_ns, interval_ns);
 		}
 		r->has_drops = true;
 		r->drops = a->drops;
