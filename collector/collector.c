@@ -147,6 +147,35 @@ static int take_lock(tb_collector *c, const char **why)
 	return 0;
 }
 
+/* What the drain threads touch besides the series (pages.c): the segment
+ * mapped writable, per slot the lookup tables' entries of the segment's
+ * metric ids (an event of an id past them is a bad one), per drain thread
+ * its counts, and the shared tables they read and write. */
+static void fault_in_state(tb_collector *c)
+{
+	uint32_t metrics = c->seg.layout.metric_capacity;
+	tb_pages_map_shared(c->seg.base, c->seg.size); /* rings reset, lanes taken */
+	size_t fast_entries = ((size_t)metrics << TB_METRIC_SHIFT) + TB_LAP_BIT;
+	tb_pages_fault_in(c->slots, c->seg.layout.slot_count * sizeof(*c->slots));
+	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
+		tb_slot_follow *f = &c->slots[i];
+		tb_pages_fault_in(f->t.series_of, metrics * sizeof(tb_series *));
+		tb_pages_fault_in(f->t.fast_of[0], fast_entries * sizeof(uint32_t));
+		tb_pages_fault_in(f->t.fast_of[1], fast_entries * sizeof(uint32_t));
+	}
+	for (uint32_t k = 0; k < c->ndrainers; k++) {
+		tb_drainer *d = &c->drainers[k];
+		tb_pages_fault_in(d->counts[0], metrics * sizeof(tb_metric_counts));
+		tb_pages_fault_in(d->counts[1], metrics * sizeof(tb_metric_counts));
+		tb_pages_fault_in(d->fold_grew, TB_FOLD_COUNTS * sizeof(uint64_t));
+		tb_pages_fault_in(d->held, c->seg.layout.slot_count * sizeof(uint32_t));
+	}
+	tb_pages_fault_in(c->metric_ready, TB_MAX_METRICS);
+	tb_pages_fault_in(c->metric_copy, metrics * sizeof(tb_metric_entry));
+	tb_pages_fault_in(c->join.entries, tb_join_entries_bytes(&c->join));
+	tb_pages_fault_in(c->fold_value, TB_FOLD_COUNTS * sizeof(int64_t));
+}
+
 static int alloc_state(tb_collector *c)
 {
 	uint32_t slots = c->seg.layout.slot_count;
@@ -177,7 +206,11 @@ static int alloc_state(tb_collector *c)
 		rc = tb_folds_init(c);
 	if (rc == 0)
 		rc = tb_accounts_init(c);
-	return rc < 0 ? rc : tb_series_pool_init(c);
+	if (rc == 0)
+		rc = tb_series_pool_init(c);
+	if (rc == 0)
+		fault_in_state(c);
+	return rc;
 }
 
 /* A collector started after one that was killed resumes its interval
@@ -241,6 +274,7 @@ static int open_collector(tb_collector *c, const tb_collector_config *cfg, const
 	pthread_mutex_init(&c->join_lock, NULL);
 	pthread_mutex_init(&c->slot_lock, NULL);
 	pthread_mutex_init(&c->series_lock, NULL);
+	pthread_mutex_init(&c->keeper_lock, NULL);
 	if (c->cfg.drain_threads == 0)
 		c->cfg.drain_threads = 1;
 	if (c->cfg.drain_threads > TB_COLLECTOR_MAX_DRAINERS)
@@ -596,7 +630,8 @@ static void tick(tb_collector *c, int64_t mono)
 			c->closer.longest_close_ns = took;
 		mono = clock_ns(CLOCK_MONOTONIC);
 	}
-	tb_series_prefault(c);
+	if (!__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
+		tb_series_prefault(c); /* the keeper's work, should it not have started */
 	if (mono >= c->next_housekeep_ns) {
 		tb_slots_housekeep(c, mono);
 		tb_closer_expire(c, mono);
@@ -653,6 +688,9 @@ int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 {
 	c->stop = stop;
 	catch_up(c);
+	int krc = tb_keeper_start(c);
+	if (krc < 0) /* the drain threads take series as they are, counted */
+		fprintf(stderr, "tailbusd: cannot start the series keeper: %s\n", strerror(-krc));
 	int rc = start_drainers(c);
 	if (rc < 0) {
 		fprintf(stderr, "tailbusd: cannot start the drain threads: %s\n", strerror(-rc));
@@ -664,6 +702,7 @@ int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 		wait_until(c, tb_collector_next_look(c, clock_ns(CLOCK_MONOTONIC)));
 	}
 	stop_drainers(c);
+	tb_keeper_stop(c);
 	int frc = finish(c);
 	return rc < 0 ? rc : frc;
 }

@@ -13,9 +13,11 @@
  *   completion time. At an interval's end plus the grace it switches to the
  *   other bank of every series by flipping one index: no walk, no page
  *   touched for the first time. It never merges, encodes or writes.
- * - series.c: the series pool: two banks (histograms) per (slot, metric),
- *   its memory faulted in ahead of use by the run loop, never by a drain
- *   thread.
+ * - series.c: the series pool: two banks (histograms) per (slot, metric).
+ * - keeper.c: the series keeper, a thread that faults in series memory
+ *   ahead of use; a drain thread that finds none ready leaves the event in
+ *   its ring until there is (pages.c: the rest of what a drain thread
+ *   touches is faulted in at start).
  * - folds.c: what producers folded into their fold lanes while their rings
  *   were full.
  * - close.c: the closer merges the finished bank of every series per
@@ -44,9 +46,11 @@
  *   `ahead`, and the close that fell behind is counted and reported. It
  *   never stalls a drain.
  *
- * Everything is allocated at start-up (series come from a fixed pool); a
- * drain thread neither allocates nor makes system calls apart from clock
- * reads and the optional idle sleep.
+ * Everything is allocated and faulted in at start-up (series come from a
+ * fixed pool, faulted in ahead by the keeper); a drain thread neither
+ * allocates nor makes system calls apart from clock reads, the optional
+ * idle sleep and, when it runs short of series memory, a wake-up of the
+ * keeper.
  */
 #ifndef TAILBUS_COLLECTOR_H
 #define TAILBUS_COLLECTOR_H
@@ -75,8 +79,8 @@
  * instead, a fraction of what a ring holds. */
 #define TB_COLLECTOR_DEFAULT_BACKOFF_NS 2000
 #define TB_COLLECTOR_DEFAULT_SERIES 1024       /* (slot, metric) pairs with a histogram */
-/* Series whose memory the run loop keeps faulted in ahead of the drain
- * threads' needs: new (slot, metric) pairs between two of its visits. */
+/* Series whose memory the keeper keeps faulted in ahead of the drain
+ * threads' needs: new (slot, metric) pairs that start together. */
 #define TB_SERIES_RESERVE 16 /* the default series_reserve */
 /* The bucket layout of every series histogram, TB_HIST_DEFAULT_* (1 ns to
  * an hour at 3 digits), as constants for the drain's fast path to fold into
@@ -302,6 +306,10 @@ typedef struct tb_drainer {
 	uint64_t *fold_grew;     /* scratch for releasing a slot's lanes */
 	bool last_pass_full;     /* the last pass took a whole batch from some ring */
 	uint64_t late_total, series_exhausted;
+	/* take only series already faulted in (tb_series_at_hand): set while
+	 * the thread runs beside the keeper, clear while it hands a slot back */
+	bool series_wait;
+	bool left_waiting;       /* a drain left an event waiting for series memory */
 	int64_t last_pass_ns;              /* the last pass's start */
 	int64_t pass_end_ns;               /* its end */
 	int64_t cpu_read_ns, cpu_read_wall_ns; /* the last read of the thread's CPU time, and when */
@@ -353,8 +361,13 @@ typedef struct tb_collector {
 	tb_slot_follow *slots;
 	tb_series *series;      /* the pool: max_series */
 	uint32_t nseries;       /* taken (atomic: the closer reads it while drains take more) */
-	uint32_t series_ready;  /* faulted in: [0, series_ready) */
-	uint64_t series_unready;/* series a drain thread had to fault in itself */
+	uint32_t series_ready;  /* faulted in: [0, series_ready) (keeper.c) */
+	uint32_t series_wanted; /* asked to be faulted in: the keeper's futex word */
+	uint64_t series_unready;/* series taken before they were faulted in */
+	uint64_t series_waits;  /* series a drain thread waited for (left an event in its ring) */
+	pthread_mutex_t keeper_lock; /* tb_series_prefault: one at a time */
+	pthread_t keeper;
+	uint32_t keeper_running, keeper_stop;
 	const char *fast_discard;  /* the fast record no event is recorded into */
 	char *series_pool;    /* that record, then each series bank's fast record and counts */
 	size_t series_pool_bytes;
@@ -477,8 +490,29 @@ void tb_series_pool_free(tb_collector *c);
 /* The series of (slot, metric), taken from the pool if it has none yet;
  * NULL once the pool is spent (counted in the caller's series_exhausted). */
 tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted);
-/* Fault in the memory of series up to series_reserve past those taken. */
+/* Whether a drain thread may record events of (slot, metric) now: it has
+ * its series, or takes one already faulted in, or none is left (counted
+ * by record). False: none is ready; the keeper is asked for one. */
+bool tb_series_at_hand(tb_collector *c, uint32_t slot, uint16_t metric);
+/* The bytes of one series bank in the pool: its fast record, then its
+ * counts (tb_fast_counts). */
+size_t tb_series_bytes_per_bank(void);
+
+/* keeper.c: series memory faulted in ahead of the drain threads. */
+/* Fault in series up to the reserve past those taken, and at least up to
+ * series_wanted. */
 void tb_series_prefault(tb_collector *c);
+/* Ask for `want` series faulted in in all; false if asked already. */
+bool tb_series_ask(tb_collector *c, uint32_t want);
+int tb_keeper_start(tb_collector *c);
+void tb_keeper_stop(tb_collector *c);
+
+/* pages.c: fault in [p, p + len) on this thread, changing no byte; for
+ * private memory. */
+void tb_pages_fault_in(void *p, size_t len);
+/* The same for a shared mapping of a file, where the kernel can do it
+ * (Linux 5.14), else nothing. */
+void tb_pages_map_shared(void *p, size_t len);
 /* Add what the fast path recorded into bank `bank` of every series to the
  * histograms' totals and to counts[metric].events. */
 void tb_series_flush_fast(tb_collector *c, int bank, tb_metric_counts *counts);

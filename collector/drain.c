@@ -174,7 +174,10 @@ static void count_join(tb_drainer *d, uint32_t slot, uint16_t metric, bool start
 	}
 }
 
-static void record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
+/* One event, taken whole; or, false, left in its ring untouched: a
+ * thread that waits for series memory (series_wait) found none faulted in
+ * for a new (slot, metric) pair (keeper.c). */
+static bool record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, int64_t now_mono)
 {
 	tb_collector *c = d->c;
 	unsigned kind = (unsigned)(w0 & TB_KIND_MASK);
@@ -184,8 +187,12 @@ static void record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, 
 	int rc;
 	if (!tb_collector_metric_ready(c, metric)) {
 		c->slots[slot].tally[d->cur].bad_events++;
-		return;
+		return true;
 	}
+	/* before the join table or any count sees it: a START or END may
+	 * record at once, into its own ring's series */
+	if (d->series_wait && kind != TB_EV_MARK && !tb_series_at_hand(c, slot, metric))
+		return false;
 	switch (kind) {
 	case TB_EV_SPAN:
 		/* the field is signed: negative, or TB_FIELD_INVALID, is counted */
@@ -208,6 +215,7 @@ static void record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, 
 		c->slots[slot].tally[d->cur].bad_events++; /* MARK: reserved */
 		break;
 	}
+	return true;
 }
 
 /* The drain's fast path takes the common event without record_slow(): a SPAN of
@@ -389,6 +397,7 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 		const tb_event *ev = &events[at], *end = ev + run;
 		uint64_t want = tb_lap_bit(cons, log2);
 		const uint32_t *tab = fast_table(&fp, want);
+		bool waits = false; /* for series memory: the event at ev stays */
 		while (ev < end) {
 			/* Four at a time while the fast path takes them; its table
 			 * entry says per event that it is written in this pass and
@@ -416,13 +425,20 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 			if ((w0 & TB_LAP_BIT) != want)
 				break; /* not written yet in this pass */
 			uint64_t w1 = __atomic_load_n(&ev->w1, __ATOMIC_RELAXED);
-			if (refused || !fast_record(&fp, fast_of_word(&fp, tab, w0), w0, w1))
-				record_slow(d, i, w0, w1, now_mono);
+			if ((refused || !fast_record(&fp, fast_of_word(&fp, tab, w0), w0, w1)) &&
+			    TB_UNLIKELY(!record_slow(d, i, w0, w1, now_mono))) {
+				waits = true;
+				break;
+			}
 			ev++;
 		}
 		k = (uint32_t)(ev - &events[at]);
 		cons += k;
 		n += k;
+		if (waits) {
+			d->left_waiting = true;
+			break; /* read again on a later pass */
+		}
 		if (k < run) {
 			/* Not written, by its lap bit: the end of what the producer
 			 * has written, unless its hint (loaded before, with acquire)
@@ -482,10 +498,16 @@ static void release_slot(tb_drainer *d, uint32_t i)
 	else if (state == TB_SLOT_DETACHED && !f->followed)
 		tb_slots_follow(c, i); /* came and went between two passes: its events are read */
 	if (f->followed && !f->quarantined) {
+		/* every event is read before the ring is reset: none waits for
+		 * series memory here (a series taken before the keeper faulted it
+		 * in is counted) */
+		bool wait = d->series_wait;
 		uint64_t taken = 0, most = 2 * (uint64_t)c->seg.layout.ring_capacity;
 		uint32_t n;
+		d->series_wait = false;
 		while (taken < most && (n = drain_slot(d, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
 			taken += n;
+		d->series_wait = wait;
 	}
 	/* the next owner starts from a ring in order: indices where reading
 	 * stopped (or 0 if it is corrupt), hint with them, and every slot
@@ -535,10 +557,39 @@ static bool take_or_hand_over(tb_drainer *d, tb_slot_follow *f)
 					   __ATOMIC_RELAXED);
 }
 
+/* Before a release: what ring i holds is read as on a pass, waiting for
+ * series memory like one (release_slot reads the rest, if its owner wrote
+ * on, without waiting). False if an event is left waiting: the release
+ * is tried again at the next pass. */
+static bool drained_for_release(tb_drainer *d, uint32_t i)
+{
+	tb_collector *c = d->c;
+	tb_slot_follow *f = &c->slots[i];
+	if (!d->series_wait)
+		return true;
+	/* came and went between two passes: followed now, as release_slot
+	 * would (a DETACHED slot is written by nobody until it is freed) */
+	if (!f->followed &&
+	    __atomic_load_n(&tb_seg_slot(&c->seg, i)->state, __ATOMIC_ACQUIRE) == TB_SLOT_DETACHED)
+		tb_slots_follow(c, i);
+	if (!f->followed || f->quarantined)
+		return true;
+	uint64_t taken = 0, most = 2 * (uint64_t)c->seg.layout.ring_capacity;
+	uint32_t n;
+	d->left_waiting = false;
+	while (taken < most && (n = drain_slot(d, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
+		taken += n;
+	return !d->left_waiting;
+}
+
 /* What the run loop asked of slot i (slots.c). */
 static void do_request(tb_drainer *d, uint32_t i, uint32_t what)
 {
 	tb_slot_follow *f = &d->c->slots[i];
+	if (what == TB_RELEASE_FREE && !drained_for_release(d, i)) {
+		__atomic_store_n(&d->recheck, 1, __ATOMIC_RELAXED); /* asked again next pass */
+		return;
+	}
 	if (what == TB_RELEASE_FREE)
 		release_slot(d, i);
 	else if (what == TB_RELEASE_REFOLLOW)
@@ -777,6 +828,8 @@ void *tb_drainer_main(void *arg)
 	pthread_setname_np(pthread_self(), name);
 	d->cpu_read_ns = thread_cpu_now();
 	d->cpu_read_wall_ns = mono_now();
+	/* with a keeper, a new series waits for its memory (keeper.c) */
+	d->series_wait = __atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE) != 0;
 	while (!*c->stop) {
 		/* --idle-us sleeps after a pass that took nothing, so every pass
 		 * there reads what there is: one that left a short ring alone
@@ -793,5 +846,6 @@ void *tb_drainer_main(void *arg)
 		else if (!d->last_pass_full && c->cfg.backoff_ns > 0)
 			back_off(mono + c->cfg.backoff_ns, c->stop);
 	}
+	d->series_wait = false; /* what is left is drained after the keeper stops */
 	return NULL;
 }

@@ -121,6 +121,11 @@ int tb_join_init(tb_join *j, uint32_t capacity, int64_t timeout_ns)
 	return 0;
 }
 
+size_t tb_join_entries_bytes(const tb_join *j)
+{
+	return (size_t)j->capacity * sizeof(*j->entries);
+}
+
 void tb_join_free(tb_join *j)
 {
 	if (!j)

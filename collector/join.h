@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 
 #define TB_JOIN_DEFAULT_CAPACITY 65536
 #define TB_JOIN_DEFAULT_TIMEOUT_NS (10LL * 1000000000LL)
@@ -33,6 +34,8 @@ typedef struct tb_join {
 
 int tb_join_init(tb_join *j, uint32_t capacity, int64_t timeout_ns);
 void tb_join_free(tb_join *j);
+/* The bytes of its entries (j->entries), to fault them in ahead. */
+size_t tb_join_entries_bytes(const tb_join *j);
 
 enum tb_join_result {
 	TB_JOIN_PARKED = 0,  /* waiting for its partner */

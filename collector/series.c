@@ -3,32 +3,23 @@
  * One anonymous mapping holds, first, the fast path's "none" record (limit
  * 0: no event is recorded through it), then for every series its two
  * banks, each a fast record (tb_series_fast, one line) followed by the
- * bank's counts. Series are taken in order by the drain threads, under
- * series_lock, the first time a (slot, metric) pair records; `nseries` is
- * published with release so the closer, which walks [0, nseries), sees a
- * series whole.
+ * bank's counts. Series are taken in order, under series_lock, the first
+ * time a (slot, metric) pair records; `nseries` is published with release
+ * so the closer, which walks [0, nseries), sees a series whole.
  *
- * The mapping is committed lazily by the kernel. So that no drain thread
- * takes a page fault for a new series, the run loop faults in the memory
- * of series beyond those taken (the reserve, tailbusd --series-reserve,
- * or half as many as are taken, whichever is more; tb_series_prefault), with MADV_POPULATE_WRITE,
- * which leaves what a page holds as it is. A series a drain thread takes
- * before that (a burst of new (slot, metric) pairs between two of the run
- * loop's looks) faults in only the pages its values land in, on that
- * thread; the run loop populates the rest; counted in series_unready and
- * reported by tailbusd at exit.
+ * The mapping is committed lazily by the kernel; the series keeper
+ * (keeper.c) faults in series ahead of those taken. A drain thread takes
+ * only a series already faulted in (tb_series_at_hand); the closer, and a
+ * drain thread handing a slot back (which cannot leave events behind), take
+ * one whatever its state, and fault in one taken before the keeper did
+ * themselves, counted in series_unready.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "collector.h"
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
 
 /* The counts of one series bank (the default layout). */
 static int32_t series_counts_len(void)
@@ -37,9 +28,7 @@ static int32_t series_counts_len(void)
 				  TB_HIST_DEFAULT_SIG_DIGITS);
 }
 
-/* The bytes of one series bank in the pool: its fast record, then its
- * counts (tb_fast_counts). */
-static size_t series_half_bytes(void)
+size_t tb_series_bytes_per_bank(void)
 {
 	return sizeof(tb_series_fast) + (size_t)series_counts_len() * sizeof(int64_t);
 }
@@ -47,13 +36,13 @@ static size_t series_half_bytes(void)
 /* The pool's mapping: the "none" record, then max_series x 2 banks. */
 static size_t pool_bytes_for(uint32_t max_series)
 {
-	return sizeof(tb_series_fast) + 2 * (size_t)max_series * series_half_bytes();
+	return sizeof(tb_series_fast) + 2 * (size_t)max_series * tb_series_bytes_per_bank();
 }
 
 int tb_series_pool_init(tb_collector *c)
 {
 	int32_t len = series_counts_len();
-	size_t per = series_half_bytes();
+	size_t per = tb_series_bytes_per_bank();
 	if (pool_bytes_for(c->cfg.max_series) > (size_t)UINT32_MAX * TB_FAST_OFFSET_UNIT)
 		return -E2BIG;
 	c->series_pool_bytes = pool_bytes_for(c->cfg.max_series);
@@ -89,41 +78,6 @@ void tb_series_pool_free(tb_collector *c)
 		munmap(c->series_pool, c->series_pool_bytes);
 }
 
-/* Fault in the pages of series [from, to): both banks, which lie side
- * by side in the pool. MADV_POPULATE_WRITE where the kernel has it, else a
- * write to every page (of zero: the pool is zero until used). */
-static void fault_in(tb_collector *c, uint32_t from, uint32_t to)
-{
-	size_t per = 2 * series_half_bytes(), page = (size_t)sysconf(_SC_PAGESIZE);
-	char *lo = c->series_pool + sizeof(tb_series_fast) + (size_t)from * per;
-	char *hi = c->series_pool + sizeof(tb_series_fast) + (size_t)to * per;
-	char *first = (char *)((uintptr_t)lo & ~(uintptr_t)(page - 1));
-	if (madvise(first, (size_t)(hi - first), MADV_POPULATE_WRITE) == 0)
-		return;
-	/* a kernel without it (before 5.14): a write to each page that
-	 * changes nothing, as one atomic OR of 0, so a drain thread's count
-	 * landing on the same byte meanwhile is never undone (a plain read and
-	 * write back would lose it) */
-	for (char *p = lo; p < hi; p += page)
-		(void)__atomic_fetch_or(p, 0, __ATOMIC_RELAXED);
-}
-
-void tb_series_prefault(tb_collector *c)
-{
-	uint32_t taken = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
-	/* ahead by the reserve, or by half of what is taken when that is
-	 * more: rings that start many metrics at once come in bursts */
-	uint32_t reserve = c->cfg.series_reserve;
-	uint64_t ahead = taken / 2 > reserve ? taken / 2 : reserve;
-	uint32_t want = (uint64_t)taken + ahead > c->cfg.max_series ? c->cfg.max_series :
-								 (uint32_t)(taken + ahead);
-	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
-	if (ready >= want)
-		return;
-	fault_in(c, ready, want);
-	__atomic_store_n(&c->series_ready, want, __ATOMIC_RELEASE);
-}
-
 /* Cold: the first event of (slot, metric) takes a series from the pool. */
 static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted)
 {
@@ -136,12 +90,16 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 		++*exhausted;
 		return NULL;
 	}
-	/* not faulted in yet: its pages fault in as values land in them, on
-	 * this thread (a few pages, not the whole bank), and the run loop
-	 * populates the rest; counted */
-	if (n >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE))
-		__atomic_add_fetch(&c->series_unready, 1, __ATOMIC_RELAXED);
 	s = &c->series[n];
+	/* not faulted in yet (taken by the closer, or at a slot's release):
+	 * faulted in here, whole, before any drain thread records into it;
+	 * counted */
+	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
+	if (n >= ready) {
+		tb_pages_fault_in(s->fast[0], 2 * tb_series_bytes_per_bank());
+		__atomic_add_fetch(&c->series_unready, 1, __ATOMIC_RELAXED);
+	} else if (ready - (n + 1) == c->cfg.series_reserve / 2)
+		tb_series_ask(c, n + 2); /* the reserve half spent: the keeper refills it */
 	s->slot = slot;
 	s->metric = metric;
 	for (int h = 0; h < 2; h++) {
@@ -165,6 +123,25 @@ tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, 
 	s = new_series(c, slot, metric, exhausted);
 	pthread_mutex_unlock(&c->series_lock);
 	return s;
+}
+
+bool tb_series_at_hand(tb_collector *c, uint32_t slot, uint16_t metric)
+{
+	if (TB_LIKELY(__atomic_load_n(&c->slots[slot].t.series_of[metric], __ATOMIC_ACQUIRE) != NULL))
+		return true;
+	bool at_hand = true;
+	pthread_mutex_lock(&c->series_lock);
+	uint32_t n = c->nseries;
+	if (c->slots[slot].t.series_of[metric] || n == c->cfg.max_series)
+		; /* taken meanwhile; or none is left, which record() counts */
+	else if (n < __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE))
+		(void)new_series(c, slot, metric, NULL);
+	else
+		at_hand = false;
+	pthread_mutex_unlock(&c->series_lock);
+	if (!at_hand && tb_series_ask(c, n + 1))
+		__atomic_add_fetch(&c->series_waits, 1, __ATOMIC_RELAXED);
+	return at_hand;
 }
 
 /* Metrics are registered once and never removed: a metric seen READY is

@@ -59,7 +59,8 @@ static void usage(FILE *out)
 		"  --no-rebalance       keep each ring on the drain thread it was first given\n"
 		"  --series-reserve N   keep N (ring, metric) histograms' memory faulted in ahead of\n"
 		"                       those in use (default 16; about 0.5 MiB each): as many as\n"
-		"                       may start at once, so no drain thread faults them in\n"
+		"                       may start at once (past it, a new pair's events wait in\n"
+		"                       their ring until one is faulted in)\n"
 		"  --idle-us U          sleep U (bare: us; at most 1s) when the bus is quiet\n"
 		"                       (default: busy-poll)\n"
 		"  --backoff-ns N       after a pass that found no ring with a whole batch waiting,\n"
@@ -425,9 +426,13 @@ int main(int argc, char **argv)
 	if (exhausted)
 		fprintf(stderr, "tailbusd: %llu events had no histogram left (raise the series pool)\n",
 			(unsigned long long)exhausted);
+	if (c.series_waits)
+		fprintf(stderr, "tailbusd: a drain thread waited for %llu series to be faulted in, their "
+			"events left in the ring meanwhile (--series-reserve: as many as start at once)\n",
+			(unsigned long long)c.series_waits);
 	if (c.series_unready)
-		fprintf(stderr, "tailbusd: %llu series were faulted in by a drain thread, not ahead of it "
-			"(--series-reserve: as many as start at once)\n",
+		fprintf(stderr, "tailbusd: %llu series were faulted in by the thread that took them (the "
+			"closer, or a drain thread handing a ring back), not ahead by the keeper\n",
 			(unsigned long long)c.series_unready);
 	if (c.closer.behind)
 		fprintf(stderr, "tailbusd: %llu closes fell behind by an interval or more\n",

@@ -627,7 +627,8 @@ static void a_restart_within_a_logged_interval_begins_after_it(void **state)
 }
 
 /* --series-reserve: the series faulted in ahead at open; with none, the
- * first event of a (slot, metric) pair makes the drain fault its series in,
+ * first event of a (slot, metric) pair drained by a thread that does not
+ * wait for the keeper (here: the test's) faults its series in there,
  * counted; with enough, it does not. */
 static void the_series_reserve_is_faulted_in_ahead(void **state)
 {
@@ -646,6 +647,89 @@ static void the_series_reserve_is_faulted_in_ahead(void **state)
 		assert_int_equal(f->c.nseries, taken + 1);
 		assert_int_equal(f->c.series_unready - before, reserve ? 0 : 1);
 	}
+}
+
+/* The collector reopened with no series reserve and drain thread 0 waiting
+ * for series memory, as it does beside the keeper: no series is faulted
+ * in ahead, so every new (ring, metric) pair waits for the keeper. */
+static tb_drainer *waiting_drainer(struct fixture *f)
+{
+	tb_collector_config cfg;
+	fixture_stop(f, &cfg);
+	cfg.series_reserve = 0;
+	fixture_restart(f, &cfg);
+	assert_int_equal(f->c.nseries, 0);
+	assert_int_equal(f->c.series_ready, 0);
+	f->c.drainers[0].series_wait = true;
+	return &f->c.drainers[0];
+}
+
+/* A drain thread takes no series the keeper has not faulted in: the
+ * events of a new (ring, metric) pair stay in their ring (the consumer
+ * index where it was, no count, nothing in the join table), the keeper is
+ * asked once, and once it has faulted one in the same events are taken,
+ * each once. */
+static void a_new_series_waits_in_its_ring_for_the_keeper(void **state)
+{
+	struct fixture *f = *state;
+	tb_drainer *d = waiting_drainer(f);
+	uint32_t slot = f->p->slot;
+	tb_ring_header *ring = tb_seg_ring(&f->c.seg, slot);
+	int64_t len = f->c.cfg.interval_ns;
+	spans(f, 0, 10, at(f, len / 2), 1000);
+	for (int pass = 0; pass < 3; pass++) {
+		assert_int_equal(tb_drainer_pass(d, false), 0);
+		assert_int_equal(__atomic_load_n(&ring->c_head, __ATOMIC_ACQUIRE), 0);
+	}
+	assert_int_equal(f->c.nseries, 0);
+	assert_int_equal(f->c.series_wanted, 1);
+	assert_int_equal(f->c.series_waits, 1); /* asked once, not at every pass */
+	assert_int_equal(events_of(f, 0), 0);
+	tb_series_prefault(&f->c); /* the keeper's turn */
+	assert_int_equal(f->c.series_ready, 1);
+	assert_int_equal(tb_drainer_pass(d, false), 10);
+	assert_int_equal(events_of(f, 0), 10);
+	assert_int_equal(f->c.series_unready, 0);
+	/* a START of a new pair waits before the join table sees it; its END
+	 * behind it too, and the pair matches once the keeper has been */
+	tb_start(f->p, f->m[1], 3, at(f, len / 4));
+	tb_end(f->p, f->m[1], 3, at(f, len / 2));
+	assert_int_equal(tb_drainer_pass(d, false), 0);
+	assert_int_equal(f->c.join.used, 0);
+	assert_int_equal(f->c.series_wanted, 2);
+	tb_series_prefault(&f->c);
+	assert_int_equal(tb_drainer_pass(d, false), 2);
+	assert_int_equal(f->c.join.used, 0);
+	assert_int_equal(events_of(f, 1), 1);
+	assert_int_equal(f->c.series_unready, 0);
+}
+
+/* A ring handed back while its events wait for series memory: the release
+ * waits with them (the ring is not reset under them), and is carried out
+ * once the keeper has been, every event counted. */
+static void a_release_waits_for_the_series_its_events_need(void **state)
+{
+	struct fixture *f = *state;
+	tb_drainer *d = waiting_drainer(f);
+	tb_producer *gone = tb_attach(BUS, "gone");
+	assert_int_equal(tb_producer_error(gone, NULL), 0);
+	uint32_t slot = gone->slot;
+	tb_metric_t m = tb_metric(gone, "m2");
+	for (int k = 0; k < 7; k++)
+		tb_span(gone, m, at(f, f->c.cfg.interval_ns / 2) - 500, at(f, f->c.cfg.interval_ns / 2));
+	tb_detach(gone);
+	tb_slot *s = tb_seg_slot(&f->c.seg, slot);
+	for (int round = 0; round < 3; round++) {
+		housekeep(f);
+		tb_drainer_pass(d, false);
+		assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
+	}
+	assert_int_equal(events_of(f, 2), 0);
+	tb_series_prefault(&f->c);
+	tb_drainer_pass(d, false); /* the request, asked again, is carried out */
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	assert_int_equal(events_of(f, 2), 7);
+	assert_int_equal(f->c.series_unready, 0);
 }
 
 /* Put the interval being closed due (its end plus the grace) `in_ns` after
@@ -704,6 +788,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_run_loop_looks_when_a_close_is_due, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_series_reserve_is_faulted_in_ahead, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_new_series_waits_in_its_ring_for_the_keeper, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_release_waits_for_the_series_its_events_need, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_start_replaced_in_the_join_table_counts_unmatched,

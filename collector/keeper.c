@@ -1,0 +1,108 @@
+/* keeper.c - the series keeper: series memory faulted in ahead of the
+ * drain threads.
+ *
+ * A series bank is about a quarter of a MiB of counts, committed by the
+ * kernel on first touch. No drain thread touches one first: a drain thread
+ * takes a new series only from those already faulted in, [0, series_ready)
+ * (tb_series_at_hand, series.c). When none is ready it leaves the event in
+ * its ring, asks for one and goes on with its other rings; the event is
+ * read again on a later pass.
+ *
+ * The keeper is a thread of its own (tb-series, on the closer's CPUs), not
+ * the closer, whose close takes milliseconds: it sleeps on a futex over
+ * `series_wanted` (the number of series the drain threads want ready) and
+ * faults in, one series at a time so that a waiting drain thread goes on as
+ * soon as its own is ready, up to the reserve past those taken
+ * (--series-reserve, or half those taken if more) and at least what was
+ * wanted. A drain thread wakes it twice at most per refill: when a series
+ * it takes leaves half the reserve ready, and when it finds none. The
+ * keeper also looks every TB_KEEPER_LOOK_NS, and the run loop keeps the
+ * reserve too (tick), should the keeper not have started.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector.h"
+
+#define TB_KEEPER_LOOK_NS 50000000LL
+
+void tb_series_prefault(tb_collector *c)
+{
+	pthread_mutex_lock(&c->keeper_lock);
+	uint32_t taken = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
+	uint32_t wanted = __atomic_load_n(&c->series_wanted, __ATOMIC_ACQUIRE);
+	/* ahead by the reserve, or by half of what is taken when that is
+	 * more: rings that start many metrics at once come in bursts */
+	uint32_t reserve = c->cfg.series_reserve;
+	uint64_t ahead = taken / 2 > reserve ? taken / 2 : reserve;
+	uint64_t want = (uint64_t)taken + ahead;
+	if (want < wanted)
+		want = wanted;
+	if (want > c->cfg.max_series)
+		want = c->cfg.max_series;
+	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
+	for (; ready < want; ready++) {
+		/* both banks of series `ready` lie side by side in the pool */
+		tb_pages_fault_in(c->series[ready].fast[0], 2 * tb_series_bytes_per_bank());
+		/* release: its pages are in before a drain thread takes it */
+		__atomic_store_n(&c->series_ready, ready + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&c->keeper_lock);
+}
+
+bool tb_series_ask(tb_collector *c, uint32_t want)
+{
+	uint32_t had = __atomic_load_n(&c->series_wanted, __ATOMIC_RELAXED);
+	do {
+		if (had >= want)
+			return false; /* asked already */
+	} while (!__atomic_compare_exchange_n(&c->series_wanted, &had, want, true, __ATOMIC_SEQ_CST,
+					      __ATOMIC_RELAXED));
+	if (__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &c->series_wanted, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	return true;
+}
+
+static void *keeper_main(void *arg)
+{
+	tb_collector *c = arg;
+	pthread_setname_np(pthread_self(), "tb-series");
+	struct timespec look = {(time_t)(TB_KEEPER_LOOK_NS / 1000000000), (long)(TB_KEEPER_LOOK_NS % 1000000000)};
+	while (!__atomic_load_n(&c->keeper_stop, __ATOMIC_ACQUIRE)) {
+		uint32_t seen = __atomic_load_n(&c->series_wanted, __ATOMIC_ACQUIRE);
+		tb_series_prefault(c);
+		/* returns at once if an ask came after `seen` was read */
+		syscall(SYS_futex, &c->series_wanted, FUTEX_WAIT_PRIVATE, seen, &look, NULL, 0);
+	}
+	return NULL;
+}
+
+int tb_keeper_start(tb_collector *c)
+{
+	__atomic_store_n(&c->keeper_stop, 0, __ATOMIC_RELAXED);
+	int rc = pthread_create(&c->keeper, NULL, keeper_main, c);
+	if (rc != 0)
+		return -rc;
+	/* from here on a drain thread may wait for series memory */
+	__atomic_store_n(&c->keeper_running, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void tb_keeper_stop(tb_collector *c)
+{
+	if (!__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&c->keeper_running, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->keeper_stop, 1, __ATOMIC_RELEASE);
+	/* a keeper about to wait misses this wake-up and stops at its next
+	 * look, TB_KEEPER_LOOK_NS at most */
+	syscall(SYS_futex, &c->series_wanted, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	pthread_join(c->keeper, NULL);
+}
