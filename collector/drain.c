@@ -381,6 +381,7 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 	uint32_t cap = c->seg.layout.ring_capacity, mask = cap - 1;
 	unsigned log2 = tb_seg_ring_log2(&c->seg);
 	uint32_t cons = f->cons, n = 0;
+	bool waits = false; /* for series memory: the event at cons stays */
 	if (whole_only) {
 		uint32_t whole = limit < cap / 4 ? limit : cap / 4; /* never near full */
 		if (whole > 1 && now_mono < f->partial_after_ns &&
@@ -397,7 +398,6 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 		const tb_event *ev = &events[at], *end = ev + run;
 		uint64_t want = tb_lap_bit(cons, log2);
 		const uint32_t *tab = fast_table(&fp, want);
-		bool waits = false; /* for series memory: the event at ev stays */
 		while (ev < end) {
 			/* Four at a time while the fast path takes them; its table
 			 * entry says per event that it is written in this pass and
@@ -460,7 +460,9 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 			n++;
 		}
 	}
-	if (n < limit) /* caught up: the next short read not before */
+	/* caught up: the next short read not before; but a ring whose event
+	 * waits for series memory is read again at the next pass */
+	if (n < limit && !waits)
 		f->partial_after_ns = now_mono + TB_COLLECTOR_PARTIAL_NS;
 	if (n == 0)
 		return 0; /* nothing taken: leave the line the producer reads untouched */

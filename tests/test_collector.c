@@ -678,7 +678,7 @@ static void a_new_series_waits_in_its_ring_for_the_keeper(void **state)
 	int64_t len = f->c.cfg.interval_ns;
 	spans(f, 0, 10, at(f, len / 2), 1000);
 	for (int pass = 0; pass < 3; pass++) {
-		assert_int_equal(tb_drainer_pass(d, false), 0);
+		assert_int_equal(tb_drainer_pass(d, true), 0);
 		assert_int_equal(__atomic_load_n(&ring->c_head, __ATOMIC_ACQUIRE), 0);
 	}
 	assert_int_equal(f->c.nseries, 0);
@@ -687,7 +687,9 @@ static void a_new_series_waits_in_its_ring_for_the_keeper(void **state)
 	assert_int_equal(events_of(f, 0), 0);
 	tb_series_prefault(&f->c); /* the keeper's turn */
 	assert_int_equal(f->c.series_ready, 1);
-	assert_int_equal(tb_drainer_pass(d, false), 10);
+	/* the next pass, though it reads whole batches only and the ring holds
+	 * less: a waiting ring is not left alone as one read short is */
+	assert_int_equal(tb_drainer_pass(d, true), 10);
 	assert_int_equal(events_of(f, 0), 10);
 	assert_int_equal(f->c.series_unready, 0);
 	/* a START of a new pair waits before the join table sees it; its END
