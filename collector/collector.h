@@ -357,17 +357,18 @@ typedef struct tb_collector {
 	tb_join join;
 	pthread_mutex_t join_lock;   /* START/END events from any drain thread */
 	pthread_mutex_t slot_lock;   /* drop counts and fold lanes: a holder's release vs the close */
-	pthread_mutex_t series_lock; /* taking series from the pool */
+	pthread_mutex_t series_lock; /* taking series from the pool (taken under join_lock, never around it) */
 	tb_slot_follow *slots;
 	tb_series *series;      /* the pool: max_series */
 	uint32_t nseries;       /* taken (atomic: the closer reads it while drains take more) */
 	uint32_t series_ready;  /* faulted in: [0, series_ready) (keeper.c) */
-	uint32_t series_wanted; /* asked to be faulted in: the keeper's futex word */
+	uint32_t series_wanted; /* asked to be faulted in, in all */
 	uint64_t series_unready;/* series taken before they were faulted in */
 	uint64_t series_waits;  /* series a drain thread waited for (left an event in its ring) */
 	pthread_mutex_t keeper_lock; /* tb_series_prefault: one at a time */
 	pthread_t keeper;
 	uint32_t keeper_running, keeper_stop;
+	uint32_t keeper_seq;    /* the keeper's futex word: moved by every wake-up */
 	const char *fast_discard;  /* the fast record no event is recorded into */
 	char *series_pool;    /* that record, then each series bank's fast record and counts */
 	size_t series_pool_bytes;

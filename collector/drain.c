@@ -174,6 +174,27 @@ static void count_join(tb_drainer *d, uint32_t slot, uint16_t metric, bool start
 	}
 }
 
+/* A START (`start`) or END into the join table. False, the table as it
+ * was: the event would match, and so record into its ring's series at
+ * once, but a thread that waits for series memory found none faulted in
+ * for it (one that only parks takes no series). */
+static bool join_event(tb_drainer *d, uint32_t slot, uint16_t metric, bool start, uint64_t seq,
+		       int64_t at, int64_t now_mono, int *rc, int64_t *latency)
+{
+	tb_collector *c = d->c;
+	pthread_mutex_lock(&c->join_lock);
+	/* under the table's lock, so that the match found is the one made */
+	if (d->series_wait && tb_join_would_match(&c->join, start, metric, seq) &&
+	    !tb_series_at_hand(c, slot, metric)) {
+		pthread_mutex_unlock(&c->join_lock);
+		return false;
+	}
+	*rc = start ? tb_join_start(&c->join, metric, seq, at, now_mono, latency)
+		    : tb_join_end(&c->join, metric, seq, at, now_mono, latency);
+	pthread_mutex_unlock(&c->join_lock);
+	return true;
+}
+
 /* One event, taken whole; or, false, left in its ring untouched: a
  * thread that waits for series memory (series_wait) found none faulted in
  * for a new (slot, metric) pair (keeper.c). */
@@ -189,26 +210,23 @@ static bool record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, 
 		c->slots[slot].tally[d->cur].bad_events++;
 		return true;
 	}
-	/* before the join table or any count sees it: a START or END may
-	 * record at once, into its own ring's series */
-	if (d->series_wait && kind != TB_EV_MARK && !tb_series_at_hand(c, slot, metric))
-		return false;
 	switch (kind) {
 	case TB_EV_SPAN:
+		/* before any count sees it */
+		if (d->series_wait && !tb_series_at_hand(c, slot, metric))
+			return false;
 		/* the field is signed: negative, or TB_FIELD_INVALID, is counted */
 		latency = (int64_t)w0 >> TB_FIELD_SHIFT;
 		record(d, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0), false);
 		break;
 	case TB_EV_START: /* a match completes at the parked END's time */
-		pthread_mutex_lock(&c->join_lock);
-		rc = tb_join_start(&c->join, metric, field, at, now_mono, &latency);
-		pthread_mutex_unlock(&c->join_lock);
+		if (!join_event(d, slot, metric, true, field, at, now_mono, &rc, &latency))
+			return false;
 		count_join(d, slot, metric, true, rc, latency, add_sat(at, latency > 0 ? latency : 0));
 		break;
 	case TB_EV_END:
-		pthread_mutex_lock(&c->join_lock);
-		rc = tb_join_end(&c->join, metric, field, at, now_mono, &latency);
-		pthread_mutex_unlock(&c->join_lock);
+		if (!join_event(d, slot, metric, false, field, at, now_mono, &rc, &latency))
+			return false;
 		count_join(d, slot, metric, false, rc, latency, at);
 		break;
 	default:

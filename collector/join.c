@@ -229,6 +229,13 @@ int tb_join_end(tb_join *j, uint16_t metric, uint64_t seq, int64_t at_ns, int64_
 	return join_half(j, JOIN_END, metric, seq, at_ns, now_ns, latency_ns);
 }
 
+bool tb_join_would_match(const tb_join *j, bool start, uint16_t metric, uint64_t seq)
+{
+	uint8_t kind = start ? JOIN_START : JOIN_END;
+	const tb_join_entry *e = &j->entries[find_slot(j, key_of(metric, seq))];
+	return e->kind != JOIN_EMPTY && e->kind != kind;
+}
+
 /* Parked strictly before now_ns - timeout_ns, written so it cannot overflow
  * for any clock value. */
 static bool is_expired(const tb_join *j, const tb_join_entry *e, int64_t now_ns)

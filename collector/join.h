@@ -53,6 +53,10 @@ int tb_join_start(tb_join *j, uint16_t metric, uint64_t seq, int64_t at_ns, int6
 int tb_join_end(tb_join *j, uint16_t metric, uint64_t seq, int64_t at_ns, int64_t now_ns,
 		int64_t *latency_ns);
 
+/* Whether a START (`start`) or END of (metric, seq) would match a parked
+ * partner now, changing nothing. */
+bool tb_join_would_match(const tb_join *j, bool start, uint16_t metric, uint64_t seq);
+
 /* Remove events parked since before now_ns - timeout; calls expired(ctx,
  * metric, was_start) for each. Returns how many were removed. */
 typedef void (*tb_join_expired_fn)(void *ctx, uint16_t metric, bool was_start);

@@ -9,15 +9,16 @@
  * read again on a later pass.
  *
  * The keeper is a thread of its own (tb-series, on the closer's CPUs), not
- * the closer, whose close takes milliseconds: it sleeps on a futex over
- * `series_wanted` (the number of series the drain threads want ready) and
- * faults in, one series at a time so that a waiting drain thread goes on as
- * soon as its own is ready, up to the reserve past those taken
- * (--series-reserve, or half those taken if more) and at least what was
- * wanted. A drain thread wakes it twice at most per refill: when a series
- * it takes leaves half the reserve ready, and when it finds none. The
- * keeper also looks every TB_KEEPER_LOOK_NS, and the run loop keeps the
- * reserve too (tick), should the keeper not have started.
+ * the closer, whose close takes milliseconds. It sleeps on a futex
+ * (`keeper_seq`, which every wake-up moves) and faults in, one series at a
+ * time so that a waiting drain thread goes on as soon as its own is ready,
+ * up to the reserve past those taken (--series-reserve, or half those
+ * taken if more) and at least `series_wanted` (the number of series asked
+ * for). A drain thread wakes it twice at most per refill: when a series it
+ * takes leaves half the reserve or less ready, and when it finds none;
+ * never under a lock. The keeper also looks every TB_KEEPER_LOOK_NS, and
+ * the run loop keeps the reserve itself (tick) should the keeper not have
+ * started.
  */
 #include <errno.h>
 #include <limits.h>
@@ -57,6 +58,14 @@ void tb_series_prefault(tb_collector *c)
 	pthread_mutex_unlock(&c->keeper_lock);
 }
 
+/* Wake the keeper: its futex word moves, so a keeper about to wait on
+ * the value it read before does not sleep. */
+static void wake_keeper(tb_collector *c)
+{
+	__atomic_add_fetch(&c->keeper_seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &c->keeper_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 bool tb_series_ask(tb_collector *c, uint32_t want)
 {
 	uint32_t had = __atomic_load_n(&c->series_wanted, __ATOMIC_RELAXED);
@@ -66,7 +75,7 @@ bool tb_series_ask(tb_collector *c, uint32_t want)
 	} while (!__atomic_compare_exchange_n(&c->series_wanted, &had, want, true, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
 	if (__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
-		syscall(SYS_futex, &c->series_wanted, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		wake_keeper(c);
 	return true;
 }
 
@@ -75,11 +84,13 @@ static void *keeper_main(void *arg)
 	tb_collector *c = arg;
 	pthread_setname_np(pthread_self(), "tb-series");
 	struct timespec look = {(time_t)(TB_KEEPER_LOOK_NS / 1000000000), (long)(TB_KEEPER_LOOK_NS % 1000000000)};
-	while (!__atomic_load_n(&c->keeper_stop, __ATOMIC_ACQUIRE)) {
-		uint32_t seen = __atomic_load_n(&c->series_wanted, __ATOMIC_ACQUIRE);
+	for (;;) {
+		uint32_t seen = __atomic_load_n(&c->keeper_seq, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&c->keeper_stop, __ATOMIC_ACQUIRE))
+			break;
 		tb_series_prefault(c);
-		/* returns at once if an ask came after `seen` was read */
-		syscall(SYS_futex, &c->series_wanted, FUTEX_WAIT_PRIVATE, seen, &look, NULL, 0);
+		/* returns at once if a wake-up came after `seen` was read */
+		syscall(SYS_futex, &c->keeper_seq, FUTEX_WAIT_PRIVATE, seen, &look, NULL, 0);
 	}
 	return NULL;
 }
@@ -100,9 +111,7 @@ void tb_keeper_stop(tb_collector *c)
 	if (!__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
 		return;
 	__atomic_store_n(&c->keeper_running, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&c->keeper_stop, 1, __ATOMIC_RELEASE);
-	/* a keeper about to wait misses this wake-up and stops at its next
-	 * look, TB_KEEPER_LOOK_NS at most */
-	syscall(SYS_futex, &c->series_wanted, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	__atomic_store_n(&c->keeper_stop, 1, __ATOMIC_SEQ_CST);
+	wake_keeper(c);
 	pthread_join(c->keeper, NULL);
 }

@@ -78,11 +78,21 @@ void tb_series_pool_free(tb_collector *c)
 		munmap(c->series_pool, c->series_pool_bytes);
 }
 
-/* Cold: the first event of (slot, metric) takes a series from the pool. */
-static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted)
+/* Series n's pages, both banks (side by side in the pool), faulted in. */
+static void fault_in_series(tb_collector *c, uint32_t n)
+{
+	tb_pages_fault_in(c->series[n].fast[0], 2 * tb_series_bytes_per_bank());
+}
+
+/* Cold: the first event of (slot, metric) takes a series from the pool,
+ * under series_lock. *ask: how many series to ask the keeper for once the
+ * lock is let go (0: none). */
+static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted,
+			     uint32_t *ask)
 {
 	tb_slot_follow *f = &c->slots[slot];
 	tb_series *s = __atomic_load_n(&f->t.series_of[metric], __ATOMIC_ACQUIRE);
+	*ask = 0;
 	if (s) /* taken meanwhile by the closer (fold lanes) */
 		return s;
 	uint32_t n = c->nseries;
@@ -91,15 +101,17 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 		return NULL;
 	}
 	s = &c->series[n];
-	/* not faulted in yet (taken by the closer, or at a slot's release):
-	 * faulted in here, whole, before any drain thread records into it;
-	 * counted */
+	/* not faulted in yet (taken by the closer, or at a slot's release, and
+	 * another took the one faulted in for it): faulted in here, whole,
+	 * before any drain thread records into it; counted */
 	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
 	if (n >= ready) {
-		tb_pages_fault_in(s->fast[0], 2 * tb_series_bytes_per_bank());
+		fault_in_series(c, n);
 		__atomic_add_fetch(&c->series_unready, 1, __ATOMIC_RELAXED);
-	} else if (ready - (n + 1) == c->cfg.series_reserve / 2)
-		tb_series_ask(c, n + 2); /* the reserve half spent: the keeper refills it */
+	} else if (ready - (n + 1) <= c->cfg.series_reserve / 2 &&
+		   __atomic_load_n(&c->series_wanted, __ATOMIC_RELAXED) <= ready) {
+		*ask = ready + 1; /* half the reserve spent, not asked yet: a refill */
+	}
 	s->slot = slot;
 	s->metric = metric;
 	for (int h = 0; h < 2; h++) {
@@ -119,9 +131,17 @@ tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, 
 	tb_series *s = __atomic_load_n(&c->slots[slot].t.series_of[metric], __ATOMIC_ACQUIRE);
 	if (TB_LIKELY(s != NULL))
 		return s;
+	/* the series this is likely to take, faulted in before the lock, which
+	 * a drain thread meeting a new pair waits for */
+	uint32_t next = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
+	if (next < c->cfg.max_series && next >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE))
+		fault_in_series(c, next);
+	uint32_t ask;
 	pthread_mutex_lock(&c->series_lock);
-	s = new_series(c, slot, metric, exhausted);
+	s = new_series(c, slot, metric, exhausted, &ask);
 	pthread_mutex_unlock(&c->series_lock);
+	if (ask)
+		tb_series_ask(c, ask);
 	return s;
 }
 
@@ -129,18 +149,21 @@ bool tb_series_at_hand(tb_collector *c, uint32_t slot, uint16_t metric)
 {
 	if (TB_LIKELY(__atomic_load_n(&c->slots[slot].t.series_of[metric], __ATOMIC_ACQUIRE) != NULL))
 		return true;
+	uint32_t ask = 0;
 	bool at_hand = true;
 	pthread_mutex_lock(&c->series_lock);
 	uint32_t n = c->nseries;
 	if (c->slots[slot].t.series_of[metric] || n == c->cfg.max_series)
 		; /* taken meanwhile; or none is left, which record() counts */
 	else if (n < __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE))
-		(void)new_series(c, slot, metric, NULL);
+		(void)new_series(c, slot, metric, NULL, &ask);
 	else
 		at_hand = false;
 	pthread_mutex_unlock(&c->series_lock);
 	if (!at_hand && tb_series_ask(c, n + 1))
 		__atomic_add_fetch(&c->series_waits, 1, __ATOMIC_RELAXED);
+	else if (ask)
+		tb_series_ask(c, ask);
 	return at_hand;
 }
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -375,6 +376,19 @@ static long thread_faults(const char *name)
 	return -1;
 }
 
+/* Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14), with which
+ * tailbusd maps the segment writable at start; without it a ring handed
+ * back faults on the drain thread as it is reset (docs/design.md). */
+static bool kernel_populates_for_write(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	bool has = madvise(p, page, 23 /* MADV_POPULATE_WRITE */) == 0;
+	munmap(p, page);
+	return has;
+}
+
 /* Producers start many metrics at once, beyond every series faulted in:
  * the drain thread takes no page fault for them (the keeper faults each in
  * while its events wait in their ring), and every event is still counted
@@ -406,13 +420,11 @@ static void new_series_cost_the_drain_thread_no_page_fault(void **state)
 		if ((uint64_t)logged[k] != sent)
 			fail_msg("m%d: logged %lld, sent %llu", k, (long long)logged[k], (unsigned long long)sent);
 	}
-#if !TB_UNDER_ASAN
 	/* (ASan's shadow of the series memory is its own, faulted in by
 	 * whoever checks it first) */
-	if (after != before)
-		fail_msg("the drain thread took %ld page faults for 48 new series", after - before);
-#endif
-	(void)after;
+	if (!TB_UNDER_ASAN && kernel_populates_for_write() && after != before)
+		fail_msg("the drain thread took %ld page faults while 48 new series started",
+			 after - before);
 	assert_true(f->c.series_waits > 0); /* the bursts did wait */
 	assert_int_equal(f->c.series_unready, 0);
 	close_collector(f);

@@ -411,6 +411,10 @@ static void model_half(tb_join *j, model *m, int k, int kind, int64_t at, int64_
 {
 	model_key *mk = &m->keys[k];
 	int64_t lat = INT64_MIN;
+	/* what the half would do, asked first: a match exactly when the
+	 * model holds the other half */
+	assert_int_equal(tb_join_would_match(j, kind == 1, model_metric(k), model_seq(k)),
+			 mk->kind != 0 && mk->kind != kind);
 	int r = kind == 1 ? tb_join_start(j, model_metric(k), model_seq(k), at, now, &lat)
 			  : tb_join_end(j, model_metric(k), model_seq(k), at, now, &lat);
 	if (mk->kind == kind) {
