@@ -16,9 +16,9 @@
  * taken if more) and at least `series_wanted` (the number of series asked
  * for). A drain thread wakes it twice at most per refill: when a series it
  * takes leaves half the reserve or less ready, and when it finds none;
- * never under a lock. The keeper also looks every TB_KEEPER_LOOK_NS, and
- * the run loop keeps the reserve itself (tick) should the keeper not have
- * started.
+ * never under the pool's lock. The keeper also looks every
+ * TB_KEEPER_LOOK_NS, and the run loop keeps the reserve itself (tick)
+ * should the keeper not have started.
  */
 #include <errno.h>
 #include <limits.h>
