@@ -156,6 +156,30 @@ void wr_cut_back(tb_writer *w, struct wfile *f, size_t written)
 		note_error(w, -errno, "a failed write left part of a line that could not be cut off");
 }
 
+/* A preamble that failed holds its runs no more: a run begun beside one
+ * of them while it was in flight (add_note) continues it, and joins it
+ * again, so that one run is one row whichever way the writes interleaved. */
+static void rejoin_runs(struct wfile *f)
+{
+	int kept = f->pre_notes;
+	for (int k = f->pre_notes; k < f->nnotes; k++) {
+		struct note *n = &f->notes[k], *run = NULL;
+		for (int j = f->pre_notes - 1; j >= 0 && !run; j--)
+			if (f->notes[j].file == n->file && f->notes[j].err == n->err &&
+			    f->notes[j].written_at == n->written_at)
+				run = &f->notes[j];
+		if (!run) {
+			f->notes[kept++] = *n;
+			continue;
+		}
+		/* an interval at the run's end is one interval, not two */
+		run->intervals += n->intervals - (n->first_ns == run->last_ns);
+		run->first_ns = n->first_ns < run->first_ns ? n->first_ns : run->first_ns;
+		run->last_ns = n->last_ns > run->last_ns ? n->last_ns : run->last_ns;
+	}
+	f->nnotes = kept;
+}
+
 /* Under lock: the preamble was written whole (rc 0) or failed. */
 void wr_preamble_done_locked(tb_writer *w, struct wfile *f, int rc)
 {
@@ -168,6 +192,7 @@ void wr_preamble_done_locked(tb_writer *w, struct wfile *f, int rc)
 		f->nnotes -= f->pre_notes;
 	} else {
 		note_error_locked(w, rc, "a write to the log files failed");
+		rejoin_runs(f);
 	}
 	f->pre_len = f->pre_done = 0;
 	f->pre_notes = 0;
