@@ -373,6 +373,8 @@ int tb_collector_open(tb_collector *c, const tb_collector_config *cfg, const cha
 	int rc = open_collector(c, cfg, why);
 	if (rc < 0)
 		discard_new_segment(c);
+	else /* before tailbusd pins this thread to the closer's CPU */
+		c->open_cpus_known = sched_getaffinity(0, sizeof(c->open_cpus), &c->open_cpus) == 0;
 	return rc;
 }
 

@@ -56,6 +56,7 @@
 #define TAILBUS_COLLECTOR_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdalign.h>
 #include <stdbool.h>
@@ -369,6 +370,8 @@ typedef struct tb_collector {
 	pthread_t keeper;
 	uint32_t keeper_running, keeper_stop;
 	uint32_t keeper_seq;    /* the keeper's futex word: moved by every wake-up */
+	cpu_set_t open_cpus;    /* the CPUs the collector was opened on: the keeper's */
+	bool open_cpus_known;
 	const char *fast_discard;  /* the fast record no event is recorded into */
 	char *series_pool;    /* that record, then each series bank's fast record and counts */
 	size_t series_pool_bytes;
@@ -493,8 +496,13 @@ void tb_series_pool_free(tb_collector *c);
 tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted);
 /* Whether a drain thread may record events of (slot, metric) now: it has
  * its series, or takes one already faulted in, or none is left (counted
- * by record). False: none is ready; the keeper is asked for one. */
-bool tb_series_at_hand(tb_collector *c, uint32_t slot, uint16_t metric);
+ * by record). False: none is ready. Either way *need says what to ask the
+ * keeper for (tb_series_ask), once the caller's locks are let go. */
+typedef struct tb_series_need {
+	uint32_t want;  /* series to ask the keeper for, in all (0: none) */
+	bool waiting;   /* the event waits for them */
+} tb_series_need;
+bool tb_series_at_hand(tb_collector *c, uint32_t slot, uint16_t metric, tb_series_need *need);
 /* The bytes of one series bank in the pool: its fast record, then its
  * counts (tb_fast_counts). */
 size_t tb_series_bytes_per_bank(void);
@@ -503,8 +511,11 @@ size_t tb_series_bytes_per_bank(void);
 /* Fault in series up to the reserve past those taken, and at least up to
  * series_wanted. */
 void tb_series_prefault(tb_collector *c);
-/* Ask for `want` series faulted in in all; false if asked already. */
-bool tb_series_ask(tb_collector *c, uint32_t want);
+/* How many series the keeper keeps faulted in with `taken` taken. */
+uint32_t tb_series_target(const tb_collector *c, uint32_t taken);
+/* Ask for `want` series faulted in in all (0: nothing), `waiting`: for an
+ * event left in its ring (counted once per series asked for). */
+void tb_series_ask(tb_collector *c, uint32_t want, bool waiting);
 int tb_keeper_start(tb_collector *c);
 void tb_keeper_stop(tb_collector *c);
 

@@ -182,17 +182,17 @@ static bool join_event(tb_drainer *d, uint32_t slot, uint16_t metric, bool start
 		       int64_t at, int64_t now_mono, int *rc, int64_t *latency)
 {
 	tb_collector *c = d->c;
+	tb_series_need need = {0};
 	pthread_mutex_lock(&c->join_lock);
 	/* under the table's lock, so that the match found is the one made */
-	if (d->series_wait && tb_join_would_match(&c->join, start, metric, seq) &&
-	    !tb_series_at_hand(c, slot, metric)) {
-		pthread_mutex_unlock(&c->join_lock);
-		return false;
-	}
-	*rc = start ? tb_join_start(&c->join, metric, seq, at, now_mono, latency)
-		    : tb_join_end(&c->join, metric, seq, at, now_mono, latency);
+	bool go = !d->series_wait || !tb_join_would_match(&c->join, start, metric, seq) ||
+		  tb_series_at_hand(c, slot, metric, &need);
+	if (go)
+		*rc = start ? tb_join_start(&c->join, metric, seq, at, now_mono, latency)
+			    : tb_join_end(&c->join, metric, seq, at, now_mono, latency);
 	pthread_mutex_unlock(&c->join_lock);
-	return true;
+	tb_series_ask(c, need.want, need.waiting); /* the keeper woken outside the lock */
+	return go;
 }
 
 /* One event, taken whole; or, false, left in its ring untouched: a
@@ -213,8 +213,13 @@ static bool record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, 
 	switch (kind) {
 	case TB_EV_SPAN:
 		/* before any count sees it */
-		if (d->series_wait && !tb_series_at_hand(c, slot, metric))
-			return false;
+		if (d->series_wait) {
+			tb_series_need need;
+			bool go = tb_series_at_hand(c, slot, metric, &need);
+			tb_series_ask(c, need.want, need.waiting);
+			if (!go)
+				return false;
+		}
 		/* the field is signed: negative, or TB_FIELD_INVALID, is counted */
 		latency = (int64_t)w0 >> TB_FIELD_SHIFT;
 		record(d, slot, metric, latency, add_sat(at, latency > 0 ? latency : 0), false);

@@ -8,8 +8,9 @@
  * its ring, asks for one and goes on with its other rings; the event is
  * read again on a later pass.
  *
- * The keeper is a thread of its own (tb-series, on the closer's CPUs), not
- * the closer, whose close takes milliseconds. It sleeps on a futex
+ * The keeper is a thread of its own (tb-series, an ordinary thread on the
+ * CPUs the collector was opened with), not the closer, whose close takes
+ * milliseconds. It sleeps on a futex
  * (`keeper_seq`, which every wake-up moves) and faults in, one series at a
  * time so that a waiting drain thread goes on as soon as its own is ready,
  * up to the reserve past those taken (--series-reserve, or half those
@@ -24,6 +25,8 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -34,20 +37,23 @@
 
 #define TB_KEEPER_LOOK_NS 50000000LL
 
-void tb_series_prefault(tb_collector *c)
+uint32_t tb_series_target(const tb_collector *c, uint32_t taken)
 {
-	pthread_mutex_lock(&c->keeper_lock);
-	uint32_t taken = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
-	uint32_t wanted = __atomic_load_n(&c->series_wanted, __ATOMIC_ACQUIRE);
 	/* ahead by the reserve, or by half of what is taken when that is
 	 * more: rings that start many metrics at once come in bursts */
 	uint32_t reserve = c->cfg.series_reserve;
 	uint64_t ahead = taken / 2 > reserve ? taken / 2 : reserve;
 	uint64_t want = (uint64_t)taken + ahead;
+	return want > c->cfg.max_series ? c->cfg.max_series : (uint32_t)want;
+}
+
+void tb_series_prefault(tb_collector *c)
+{
+	pthread_mutex_lock(&c->keeper_lock);
+	uint32_t want = tb_series_target(c, __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE));
+	uint32_t wanted = __atomic_load_n(&c->series_wanted, __ATOMIC_ACQUIRE);
 	if (want < wanted)
-		want = wanted;
-	if (want > c->cfg.max_series)
-		want = c->cfg.max_series;
+		want = wanted < c->cfg.max_series ? wanted : c->cfg.max_series;
 	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
 	for (; ready < want; ready++) {
 		/* both banks of series `ready` lie side by side in the pool */
@@ -66,17 +72,20 @@ static void wake_keeper(tb_collector *c)
 	syscall(SYS_futex, &c->keeper_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-bool tb_series_ask(tb_collector *c, uint32_t want)
+void tb_series_ask(tb_collector *c, uint32_t want, bool waiting)
 {
+	if (want == 0)
+		return;
 	uint32_t had = __atomic_load_n(&c->series_wanted, __ATOMIC_RELAXED);
 	do {
 		if (had >= want)
-			return false; /* asked already */
+			return; /* asked already */
 	} while (!__atomic_compare_exchange_n(&c->series_wanted, &had, want, true, __ATOMIC_SEQ_CST,
 					      __ATOMIC_RELAXED));
+	if (waiting)
+		__atomic_add_fetch(&c->series_waits, 1, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
 		wake_keeper(c);
-	return true;
 }
 
 static void *keeper_main(void *arg)
@@ -98,7 +107,24 @@ static void *keeper_main(void *arg)
 int tb_keeper_start(tb_collector *c)
 {
 	__atomic_store_n(&c->keeper_stop, 0, __ATOMIC_RELAXED);
-	int rc = pthread_create(&c->keeper, NULL, keeper_main, c);
+	/* An ordinary thread on the CPUs the collector was opened with: not
+	 * the closer's, whose SCHED_FIFO (--fifo) and one CPU (--close-cpu)
+	 * it would otherwise inherit, and wait out a close on. Signals are
+	 * the run loop's. */
+	pthread_attr_t attr;
+	struct sched_param prio = {.sched_priority = 0};
+	pthread_attr_init(&attr);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+	pthread_attr_setschedparam(&attr, &prio);
+	if (c->open_cpus_known)
+		pthread_attr_setaffinity_np(&attr, sizeof(c->open_cpus), &c->open_cpus);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&c->keeper, &attr, keeper_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	if (rc != 0)
 		return -rc;
 	/* from here on a drain thread may wait for series memory */

@@ -85,10 +85,11 @@ static void fault_in_series(tb_collector *c, uint32_t n)
 }
 
 /* Cold: the first event of (slot, metric) takes a series from the pool,
- * under series_lock. *ask: how many series to ask the keeper for once the
- * lock is let go (0: none). */
+ * under series_lock. `faulted`: a series the caller faulted in before
+ * the lock (or UINT32_MAX). *ask: how many series to ask the keeper for
+ * once the lock is let go (0: none). */
 static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted,
-			     uint32_t *ask)
+			     uint32_t faulted, uint32_t *ask)
 {
 	tb_slot_follow *f = &c->slots[slot];
 	tb_series *s = __atomic_load_n(&f->t.series_of[metric], __ATOMIC_ACQUIRE);
@@ -101,16 +102,19 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 		return NULL;
 	}
 	s = &c->series[n];
-	/* not faulted in yet (taken by the closer, or at a slot's release, and
-	 * another took the one faulted in for it): faulted in here, whole,
-	 * before any drain thread records into it; counted */
+	/* not faulted in by the keeper yet (taken by the closer, or at a
+	 * slot's release): faulted in whole, before any drain thread records
+	 * into it, by the caller before the lock or else here; counted */
 	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
 	if (n >= ready) {
-		fault_in_series(c, n);
+		if (n != faulted)
+			fault_in_series(c, n);
 		__atomic_add_fetch(&c->series_unready, 1, __ATOMIC_RELAXED);
 	} else if (ready - (n + 1) <= c->cfg.series_reserve / 2 &&
 		   __atomic_load_n(&c->series_wanted, __ATOMIC_RELAXED) <= ready) {
-		*ask = ready + 1; /* half the reserve spent, not asked yet: a refill */
+		/* half the reserve or less left, and no refill asked for: one, to
+		 * the keeper's own target, so it is asked once */
+		*ask = tb_series_target(c, n + 1);
 	}
 	s->slot = slot;
 	s->metric = metric;
@@ -133,38 +137,37 @@ tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, 
 		return s;
 	/* the series this is likely to take, faulted in before the lock, which
 	 * a drain thread meeting a new pair waits for */
-	uint32_t next = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
-	if (next < c->cfg.max_series && next >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE))
+	uint32_t next = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE), faulted = UINT32_MAX;
+	if (next < c->cfg.max_series && next >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE)) {
 		fault_in_series(c, next);
+		faulted = next;
+	}
 	uint32_t ask;
 	pthread_mutex_lock(&c->series_lock);
-	s = new_series(c, slot, metric, exhausted, &ask);
+	s = new_series(c, slot, metric, exhausted, faulted, &ask);
 	pthread_mutex_unlock(&c->series_lock);
-	if (ask)
-		tb_series_ask(c, ask);
+	tb_series_ask(c, ask, false);
 	return s;
 }
 
-bool tb_series_at_hand(tb_collector *c, uint32_t slot, uint16_t metric)
+bool tb_series_at_hand(tb_collector *c, uint32_t slot, uint16_t metric, tb_series_need *need)
 {
+	need->want = 0;
+	need->waiting = false;
 	if (TB_LIKELY(__atomic_load_n(&c->slots[slot].t.series_of[metric], __ATOMIC_ACQUIRE) != NULL))
 		return true;
-	uint32_t ask = 0;
-	bool at_hand = true;
 	pthread_mutex_lock(&c->series_lock);
 	uint32_t n = c->nseries;
-	if (c->slots[slot].t.series_of[metric] || n == c->cfg.max_series)
-		; /* taken meanwhile; or none is left, which record() counts */
-	else if (n < __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE))
-		(void)new_series(c, slot, metric, NULL, &ask);
-	else
-		at_hand = false;
+	if (c->slots[slot].t.series_of[metric] || n == c->cfg.max_series) {
+		/* taken meanwhile; or none is left, which record() counts */
+	} else if (n < __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE)) {
+		(void)new_series(c, slot, metric, NULL, UINT32_MAX, &need->want);
+	} else {
+		need->want = n + 1;
+		need->waiting = true;
+	}
 	pthread_mutex_unlock(&c->series_lock);
-	if (!at_hand && tb_series_ask(c, n + 1))
-		__atomic_add_fetch(&c->series_waits, 1, __ATOMIC_RELAXED);
-	else if (ask)
-		tb_series_ask(c, ask);
-	return at_hand;
+	return !need->waiting;
 }
 
 /* Metrics are registered once and never removed: a metric seen READY is

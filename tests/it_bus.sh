@@ -428,6 +428,30 @@ drain_cpu_alone() {
 }
 check "--cpus: the drain thread alone on its CPU, every other thread kept off it" drain_cpu_alone
 
+# /proc/PID/task/TID/stat field 41: the scheduling policy (0 other, 1 FIFO)
+sched_policy() {
+	awk '{ sub(/^.*\) /, ""); print $39 }' "/proc/$1/stat"
+}
+
+keeper_ordinary() {
+	local bus=fifo t comm closer="" keeper=""
+	start_collector $bus --fifo 1 || return 1
+	if grep -q "SCHED_FIFO refused" "$tmp/$bus/tailbusd.out"; then
+		stop_collector "$cpid"
+		echo "  (SCHED_FIFO refused here: skipped)"
+		return 0
+	fi
+	for t in /proc/"$cpid"/task/*; do
+		comm=$(cat "$t/comm")
+		[[ $comm == tailbusd ]] && closer=$(sched_policy "${t#/proc/}")
+		[[ $comm == tb-series ]] && keeper=$(sched_policy "${t#/proc/}")
+	done
+	stop_collector "$cpid"
+	[[ $closer == 1 ]] || { echo "  the closer runs policy '$closer', want 1 (FIFO)"; return 1; }
+	[[ $keeper == 0 ]] || { echo "  the series keeper runs policy '$keeper', want 0 (ordinary)"; return 1; }
+}
+check "--fifo: the closer runs SCHED_FIFO, the series keeper as an ordinary thread" keeper_ordinary
+
 uring() {
 	grep -q "through io_uring" "$tmp/exact/tailbusd.out" || { cat "$tmp/exact/tailbusd.out"; return 1; }
 }

@@ -709,6 +709,33 @@ static void a_new_series_waits_in_its_ring_for_the_keeper(void **state)
 	assert_int_equal(f->c.series_unready, 0);
 }
 
+/* The keeper is asked for a refill once: when a series taken leaves half
+ * the reserve or less faulted in, for its own target, and not again at
+ * each series taken while it faults them in one at a time. */
+static void the_keeper_is_asked_once_a_refill(void **state)
+{
+	struct fixture *f = *state;
+	tb_collector_config cfg;
+	fixture_stop(f, &cfg);
+	cfg.series_reserve = 4;
+	fixture_restart(f, &cfg);
+	assert_int_equal(f->c.series_ready, 4);
+	uint64_t none = 0;
+	uint32_t slot = f->p->slot;
+	f->c.keeper_running = 1; /* no thread: each wake-up shows in keeper_seq */
+	uint32_t seq = f->c.keeper_seq;
+	assert_non_null(tb_collector_series(&f->c, slot, tb_metric_id(f->m[0]), &none));
+	assert_int_equal(f->c.keeper_seq, seq); /* 3 of 4 left */
+	assert_non_null(tb_collector_series(&f->c, slot, tb_metric_id(f->m[1]), &none));
+	assert_int_equal(f->c.keeper_seq, seq + 1); /* 2 left: a refill */
+	assert_int_equal(f->c.series_wanted, tb_series_target(&f->c, 2));
+	__atomic_store_n(&f->c.series_ready, 5, __ATOMIC_RELEASE); /* its first series */
+	assert_non_null(tb_collector_series(&f->c, slot, tb_metric_id(f->m[2]), &none));
+	assert_int_equal(f->c.keeper_seq, seq + 1); /* asked already */
+	f->c.keeper_running = 0;
+	assert_int_equal(none, 0);
+}
+
 /* A ring handed back while its events wait for series memory: the release
  * waits with them (the ring is not reset under them), and is carried out
  * once the keeper has been, every event counted. */
@@ -797,6 +824,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_release_waits_for_the_series_its_events_need, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(the_keeper_is_asked_once_a_refill, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_start_replaced_in_the_join_table_counts_unmatched,

@@ -70,6 +70,25 @@ static void a_run_begun_beside_a_failed_preamble_joins_it(void **state)
 	free_writer(w);
 }
 
+/* An interval lost on both sides of the seam (two appends of it, one
+ * before the preamble went out and one while it was in flight) is one
+ * interval of the joined run. */
+static void an_interval_at_the_seam_counts_once(void **state)
+{
+	(void)state;
+	tb_writer *w = bare_writer();
+	struct wfile *side = &w->files[FILE_SIDECAR];
+	log_append_lost(w, 10, -EFBIG);
+	log_append_lost(w, 11, -EFBIG);
+	wr_compose_preamble_locked(side, FILE_SIDECAR);
+	log_append_lost(w, 11, -EFBIG); /* its second append */
+	log_append_lost(w, 12, -EFBIG);
+	wr_preamble_done_locked(w, side, -EFBIG);
+	assert_int_equal(side->nnotes, 1);
+	assert_int_equal(side->notes[0].intervals, 3); /* 10, 11, 12 */
+	free_writer(w);
+}
+
 /* Written whole, the preamble's row is on disk: the run begun beside it
  * stays a row of its own. A run for another reason, or after an append
  * written whole, never joins. */
@@ -105,6 +124,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_run_begun_beside_a_failed_preamble_joins_it),
 		cmocka_unit_test(only_a_run_that_continues_a_failed_preamble_joins_it),
+		cmocka_unit_test(an_interval_at_the_seam_counts_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
