@@ -364,8 +364,9 @@ typedef struct tb_collector {
 	uint32_t nseries;       /* taken (atomic: the closer reads it while drains take more) */
 	uint32_t series_ready;  /* faulted in: [0, series_ready) (keeper.c) */
 	uint32_t series_wanted; /* asked to be faulted in, in all */
+	uint32_t series_waited_for; /* the most series a waiting drain thread needed */
 	uint64_t series_unready;/* series taken before they were faulted in */
-	uint64_t series_waits;  /* series a drain thread waited for (left an event in its ring) */
+	uint64_t series_waits;  /* series a drain thread waited for (left an event in its ring): once each */
 	pthread_mutex_t keeper_lock; /* tb_series_prefault: one at a time */
 	pthread_t keeper;
 	uint32_t keeper_running, keeper_stop;

@@ -9,8 +9,8 @@
  * read again on a later pass.
  *
  * The keeper is a thread of its own (tb-series, an ordinary thread on the
- * CPUs the collector was opened with), not the closer, whose close takes
- * milliseconds. It sleeps on a futex
+ * CPUs the collector was opened with, less the closer's where another is
+ * left), not the closer, whose close takes milliseconds. It sleeps on a futex
  * (`keeper_seq`, which every wake-up moves) and faults in, one series at a
  * time so that a waiting drain thread goes on as soon as its own is ready,
  * up to the reserve past those taken (--series-reserve, or half those
@@ -72,18 +72,27 @@ static void wake_keeper(tb_collector *c)
 	syscall(SYS_futex, &c->keeper_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+/* Raise *word to `to` if it is below; true if this call raised it. */
+static bool raise_to(uint32_t *word, uint32_t to)
+{
+	uint32_t had = __atomic_load_n(word, __ATOMIC_RELAXED);
+	do {
+		if (had >= to)
+			return false;
+	} while (!__atomic_compare_exchange_n(word, &had, to, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	return true;
+}
+
 void tb_series_ask(tb_collector *c, uint32_t want, bool waiting)
 {
 	if (want == 0)
 		return;
-	uint32_t had = __atomic_load_n(&c->series_wanted, __ATOMIC_RELAXED);
-	do {
-		if (had >= want)
-			return; /* asked already */
-	} while (!__atomic_compare_exchange_n(&c->series_wanted, &had, want, true, __ATOMIC_SEQ_CST,
-					      __ATOMIC_RELAXED));
-	if (waiting)
+	/* a wait is counted once per series waited for, asked for already
+	 * (a refill on its way) or not */
+	if (waiting && raise_to(&c->series_waited_for, want))
 		__atomic_add_fetch(&c->series_waits, 1, __ATOMIC_RELAXED);
+	if (!raise_to(&c->series_wanted, want))
+		return; /* asked already */
 	if (__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
 		wake_keeper(c);
 }
@@ -107,22 +116,30 @@ static void *keeper_main(void *arg)
 int tb_keeper_start(tb_collector *c)
 {
 	__atomic_store_n(&c->keeper_stop, 0, __ATOMIC_RELAXED);
-	/* An ordinary thread on the CPUs the collector was opened with: not
-	 * the closer's, whose SCHED_FIFO (--fifo) and one CPU (--close-cpu)
-	 * it would otherwise inherit, and wait out a close on. Signals are
-	 * the run loop's. */
+	/* An ordinary thread on the CPUs the collector was opened with, less
+	 * the closer's: not the closer's SCHED_FIFO (--fifo) and one CPU
+	 * (--close-cpu), which it would otherwise inherit, and wait out a
+	 * close on. Signals are the run loop's. */
 	pthread_attr_t attr;
 	struct sched_param prio = {.sched_priority = 0};
 	pthread_attr_init(&attr);
 	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
 	pthread_attr_setschedparam(&attr, &prio);
-	if (c->open_cpus_known)
-		pthread_attr_setaffinity_np(&attr, sizeof(c->open_cpus), &c->open_cpus);
+	if (c->open_cpus_known) {
+		cpu_set_t cpus = c->open_cpus;
+		int close_cpu = c->cfg.close_cpu;
+		if (close_cpu >= 0 && close_cpu < CPU_SETSIZE && CPU_ISSET(close_cpu, &cpus) &&
+		    CPU_COUNT(&cpus) > 1)
+			CPU_CLR(close_cpu, &cpus); /* off the closer's CPU, where another is left */
+		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	}
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&c->keeper, &attr, keeper_main, c);
+	if (rc != 0) /* settings refused (a CPU gone, SCHED_IDLE): as the closer runs */
+		rc = pthread_create(&c->keeper, NULL, keeper_main, c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0)

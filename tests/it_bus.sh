@@ -434,23 +434,37 @@ sched_policy() {
 }
 
 keeper_ordinary() {
-	local bus=fifo t comm closer="" keeper=""
-	start_collector $bus --fifo 1 || return 1
+	local bus=fifo t comm closer keeper="" keeper_cpus="" allowed first
+	allowed=$(cpus_allowed self)
+	first=${allowed%% *}
+	start_collector $bus --fifo 1 --close-cpu "$first" || return 1
 	if grep -q "SCHED_FIFO refused" "$tmp/$bus/tailbusd.out"; then
 		stop_collector "$cpid"
 		echo "  (SCHED_FIFO refused here: skipped)"
 		return 0
 	fi
-	for t in /proc/"$cpid"/task/*; do
-		comm=$(cat "$t/comm")
-		[[ $comm == tailbusd ]] && closer=$(sched_policy "${t#/proc/}")
-		[[ $comm == tb-series ]] && keeper=$(sched_policy "${t#/proc/}")
+	closer=$(sched_policy "$cpid") # the main thread
+	# the keeper starts with the run loop, just after the startup lines
+	for _ in $(seq 100); do
+		for t in /proc/"$cpid"/task/*; do
+			comm=$(cat "$t/comm")
+			if [[ $comm == tb-series ]]; then
+				keeper=$(sched_policy "${t#/proc/}")
+				keeper_cpus=$(cpus_allowed "${t#/proc/}")
+			fi
+		done
+		[[ -n $keeper ]] && break
+		sleep 0.02
 	done
 	stop_collector "$cpid"
 	[[ $closer == 1 ]] || { echo "  the closer runs policy '$closer', want 1 (FIFO)"; return 1; }
 	[[ $keeper == 0 ]] || { echo "  the series keeper runs policy '$keeper', want 0 (ordinary)"; return 1; }
+	if [[ $allowed != "$first" && " $keeper_cpus " == *" $first "* ]]; then
+		echo "  the series keeper may run on the closer's CPU $first ($keeper_cpus)"
+		return 1
+	fi
 }
-check "--fifo: the closer runs SCHED_FIFO, the series keeper as an ordinary thread" keeper_ordinary
+check "--fifo --close-cpu: the closer runs SCHED_FIFO, the series keeper as an ordinary thread off its CPU" keeper_ordinary
 
 uring() {
 	grep -q "through io_uring" "$tmp/exact/tailbusd.out" || { cat "$tmp/exact/tailbusd.out"; return 1; }

@@ -711,7 +711,8 @@ static void a_new_series_waits_in_its_ring_for_the_keeper(void **state)
 
 /* The keeper is asked for a refill once: when a series taken leaves half
  * the reserve or less faulted in, for its own target, and not again at
- * each series taken while it faults them in one at a time. */
+ * each series taken while it faults them in one at a time. A wait while
+ * the refill is on its way is still counted. */
 static void the_keeper_is_asked_once_a_refill(void **state)
 {
 	struct fixture *f = *state;
@@ -732,6 +733,20 @@ static void the_keeper_is_asked_once_a_refill(void **state)
 	__atomic_store_n(&f->c.series_ready, 5, __ATOMIC_RELEASE); /* its first series */
 	assert_non_null(tb_collector_series(&f->c, slot, tb_metric_id(f->m[2]), &none));
 	assert_int_equal(f->c.keeper_seq, seq + 1); /* asked already */
+	/* a drain thread that runs out while the refill is on its way waits,
+	 * counted once, and wakes nobody: the keeper is at it */
+	tb_series_need need;
+	uint32_t other = slot ^ 1;
+	for (int k = 0; k < 2; k++) {
+		assert_true(tb_series_at_hand(&f->c, other, tb_metric_id(f->m[k]), &need));
+		tb_series_ask(&f->c, need.want, need.waiting);
+	}
+	for (int look = 0; look < 2; look++) {
+		assert_false(tb_series_at_hand(&f->c, other, tb_metric_id(f->m[2]), &need));
+		tb_series_ask(&f->c, need.want, need.waiting);
+	}
+	assert_int_equal(f->c.series_waits, 1);
+	assert_int_equal(f->c.keeper_seq, seq + 1);
 	f->c.keeper_running = 0;
 	assert_int_equal(none, 0);
 }
