@@ -15,10 +15,11 @@
  * tb_collector_run starts the drain threads (drain.c) and runs the schedule
  * on its own thread, which is also the closer's: just after each interval's
  * end plus the grace, and otherwise every 50 ms, it closes each interval all
- * drain threads have finished (close.c), watches the segment (segguard.c)
- * and keeps series memory faulted in ahead of them; every 100 ms, slot housekeeping
+ * drain threads have finished (close.c) and watches the segment
+ * (segguard.c); every 100 ms, slot housekeeping
  * (slots.c), the heartbeat and reaping finished writes; every second, the
- * rings' assignment to drain threads (tb_collector_rebalance). On stop:
+ * rings' assignment to drain threads (tb_collector_rebalance). Beside it
+ * the series keeper (keeper.c) faults in series memory ahead. On stop:
  * the drain threads end, and this thread drains what is left, closes every
  * finished interval and the partial one (its true length), flushes and
  * fsyncs.

@@ -349,6 +349,7 @@ typedef struct tb_collector_config {
 	int close_cpu;       /* the run loop's and closer's CPU, -1: not pinned */
 	bool rebalance;      /* move rings between drain threads by rate (default on) */
 	int64_t test_close_delay_ns; /* tests: every close takes this much longer */
+	int64_t test_keeper_look_ns; /* tests: the keeper's own looks this far apart (0: 50 ms) */
 } tb_collector_config;
 
 typedef struct tb_collector {
@@ -616,6 +617,10 @@ int tb_folds_init(tb_collector *c);
  * Under slot_lock; `grew` is the caller's scratch (TB_FOLD_COUNTS). */
 void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metric_counts *counts,
 			uint64_t *grew, uint64_t *exhausted);
+/* Before slot i is handed back: whether every fold lane holding a
+ * registered metric has its series on the ring, taking one already faulted
+ * in where not (tb_series_at_hand, whose *need it fills). */
+bool tb_folds_series_at_hand(tb_collector *c, uint32_t i, tb_series_need *need);
 
 /* drain.c */
 int tb_drainer_init(tb_drainer *d, tb_collector *c, uint32_t id, int cpu);

@@ -584,8 +584,9 @@ static bool take_or_hand_over(tb_drainer *d, tb_slot_follow *f)
 
 /* Before a release: what ring i holds is read as on a pass, waiting for
  * series memory like one (release_slot reads the rest, if its owner wrote
- * on, without waiting). False if an event is left waiting: the release
- * is tried again at the next pass. */
+ * on, without waiting), and its fold lanes' metrics have their series.
+ * False if an event or a lane is left waiting: the release is tried
+ * again at the next pass. */
 static bool drained_for_release(tb_drainer *d, uint32_t i)
 {
 	tb_collector *c = d->c;
@@ -604,7 +605,13 @@ static bool drained_for_release(tb_drainer *d, uint32_t i)
 	d->left_waiting = false;
 	while (taken < most && (n = drain_slot(d, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
 		taken += n;
-	return !d->left_waiting;
+	if (d->left_waiting)
+		return false;
+	/* the fold lanes, taken at the release, record into series too */
+	tb_series_need need;
+	bool at_hand = tb_folds_series_at_hand(c, i, &need);
+	tb_series_ask(c, need.want, need.waiting);
+	return at_hand;
 }
 
 /* What the run loop asked of slot i (slots.c). */

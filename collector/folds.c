@@ -134,3 +134,27 @@ void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metr
 			take_lane(c, i, lane, &t);
 	}
 }
+
+bool tb_folds_series_at_hand(tb_collector *c, uint32_t i, tb_series_need *need)
+{
+	tb_series_need one;
+	need->want = 0;
+	need->waiting = false;
+	const tb_slot_follow *f = &c->slots[i];
+	if (!f->followed || f->quarantined)
+		return true;
+	for (uint32_t k = 0; k < c->seg.layout.fold_lanes; k++) {
+		const tb_fold_lane *lane = tb_seg_fold_lane(&c->seg, i, k);
+		uint32_t metric_plus_one = __atomic_load_n(&lane->metric_plus_one, __ATOMIC_ACQUIRE);
+		if (metric_plus_one == 0 || metric_plus_one > TB_MAX_METRICS ||
+		    !tb_collector_metric_ready(c, (uint16_t)(metric_plus_one - 1)))
+			continue; /* nothing to record (a bad lane is counted, not recorded) */
+		if (!tb_series_at_hand(c, i, (uint16_t)(metric_plus_one - 1), &one)) {
+			*need = one;
+			return false;
+		}
+		if (one.want > need->want) /* a refill: the caller asks for it */
+			need->want = one.want;
+	}
+	return true;
+}

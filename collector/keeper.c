@@ -101,7 +101,8 @@ static void *keeper_main(void *arg)
 {
 	tb_collector *c = arg;
 	pthread_setname_np(pthread_self(), "tb-series");
-	struct timespec look = {(time_t)(TB_KEEPER_LOOK_NS / 1000000000), (long)(TB_KEEPER_LOOK_NS % 1000000000)};
+	int64_t every = c->cfg.test_keeper_look_ns > 0 ? c->cfg.test_keeper_look_ns : TB_KEEPER_LOOK_NS;
+	struct timespec look = {(time_t)(every / 1000000000), (long)(every % 1000000000)};
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&c->keeper_seq, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&c->keeper_stop, __ATOMIC_ACQUIRE))

@@ -286,6 +286,8 @@ static void requarantine(tb_collector *c, uint32_t i)
 static uint32_t recover(tb_collector *c, uint64_t cut, bool lost)
 {
 	const tb_seg_header *l = &c->seg.layout;
+	if (!lost && cut < c->seg.size) /* the pages past the cut are new: mapped writable again (pages.c) */
+		tb_pages_map_shared(c->seg.base + cut, c->seg.size - cut);
 	if (past(cut, 0, sizeof(tb_seg_header)))
 		restore_header(c, sizeof(tb_seg_header));
 	for (uint32_t m = 0; m < l->metric_capacity; m++) {

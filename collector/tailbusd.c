@@ -431,8 +431,8 @@ int main(int argc, char **argv)
 			"events left in the ring meanwhile (--series-reserve: as many as start at once)\n",
 			(unsigned long long)c.series_waits);
 	if (c.series_unready)
-		fprintf(stderr, "tailbusd: %llu series were faulted in by the thread that took them (the "
-			"closer, or a drain thread handing a ring back), not ahead by the keeper\n",
+		fprintf(stderr, "tailbusd: %llu series were faulted in by the thread that took them, not "
+			"ahead by the series keeper\n",
 			(unsigned long long)c.series_unready);
 	if (c.closer.behind)
 		fprintf(stderr, "tailbusd: %llu closes fell behind by an interval or more\n",

@@ -709,6 +709,58 @@ static void a_new_series_waits_in_its_ring_for_the_keeper(void **state)
 	assert_int_equal(f->c.series_unready, 0);
 }
 
+/* A ring handed back with a fold lane of a metric it has no series for:
+ * the lane records into one at the release, so the release waits for the
+ * keeper as an event would, and the folded events are all counted. */
+static void a_release_waits_for_the_series_its_fold_lanes_need(void **state)
+{
+	struct fixture *f = *state;
+	tb_drainer *d = waiting_drainer(f);
+	assert_true(f->c.seg.layout.fold_lanes > 0);
+	tb_producer *gone = tb_attach(BUS, "folded");
+	assert_int_equal(tb_producer_error(gone, NULL), 0);
+	uint32_t slot = gone->slot;
+	uint32_t id = tb_metric_id(tb_metric(gone, "m2"));
+	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, slot, 0);
+	lane->metric_plus_one = id + 1; /* as a producer folding 5 SPANs of about 1 us */
+	lane->counts[200] = 5;
+	__atomic_store_n(&lane->dirty, 1, __ATOMIC_RELEASE);
+	tb_detach(gone);
+	tb_slot *s = tb_seg_slot(&f->c.seg, slot);
+	for (int round = 0; round < 3; round++) {
+		housekeep(f);
+		tb_drainer_pass(d, false);
+		assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
+	}
+	assert_int_equal(f->c.nseries, 0);
+	tb_series_prefault(&f->c);
+	tb_drainer_pass(d, false);
+	assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	assert_int_equal(events_of(f, 2), 5);
+	assert_int_equal(f->c.series_unready, 0);
+}
+
+/* The keeper wakes when asked, not at its next look: with its looks an
+ * hour apart, a series asked for is faulted in within seconds. */
+static void the_keeper_wakes_when_asked(void **state)
+{
+	struct fixture *f = *state;
+	tb_collector_config cfg;
+	fixture_stop(f, &cfg);
+	cfg.series_reserve = 0;
+	cfg.test_keeper_look_ns = 3600 * INT64_C(1000000000);
+	fixture_restart(f, &cfg);
+	assert_int_equal(tb_keeper_start(&f->c), 0);
+	struct timespec nap = {0, 20000000};
+	nanosleep(&nap, NULL); /* asleep on its futex by now */
+	assert_int_equal(__atomic_load_n(&f->c.series_ready, __ATOMIC_ACQUIRE), 0);
+	tb_series_ask(&f->c, 3, true);
+	for (int tries = 0; tries < 500 && __atomic_load_n(&f->c.series_ready, __ATOMIC_ACQUIRE) < 3; tries++)
+		nanosleep(&nap, NULL);
+	assert_int_equal(__atomic_load_n(&f->c.series_ready, __ATOMIC_ACQUIRE), 3);
+	tb_keeper_stop(&f->c);
+}
+
 /* The keeper is asked for a refill once: when a series taken leaves half
  * the reserve or less faulted in, for its own target, and not again at
  * each series taken while it faults them in one at a time. A wait while
@@ -840,6 +892,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_release_waits_for_the_series_its_events_need, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(the_keeper_is_asked_once_a_refill, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_release_waits_for_the_series_its_fold_lanes_need, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(the_keeper_wakes_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_start_replaced_in_the_join_table_counts_unmatched,
