@@ -109,7 +109,7 @@ static uint64_t take_drops_and_folds(tb_collector *c, int bank, uint64_t *drops)
 		tb_slot_follow *f = &c->slots[i];
 		pthread_mutex_lock(&c->slot_lock);
 		tb_folds_take_slot(c, i, bank, false, c->closer.sum, c->closer.fold_grew,
-				   &c->closer.series_exhausted);
+				   &c->closer.series_exhausted, false);
 		drops[i] = (__atomic_load_n(&f->followed, __ATOMIC_ACQUIRE) ? tb_slots_drops(c, i) : 0) +
 			   f->pending_drops;
 		f->pending_drops = 0;

@@ -507,7 +507,7 @@ static bool open_has_data(tb_collector *c)
 	pthread_mutex_lock(&c->slot_lock);
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++)
 		tb_folds_take_slot(c, i, bank, false, c->drainers[0].counts[bank], c->closer.fold_grew,
-				   &c->closer.series_exhausted);
+				   &c->closer.series_exhausted, false);
 	pthread_mutex_unlock(&c->slot_lock);
 	tb_series_flush_fast(c, bank, c->drainers[0].counts[bank]);
 	for (uint32_t k = 0; k < c->ndrainers; k++) {
@@ -712,6 +712,7 @@ int tb_collector_run(tb_collector *c, volatile sig_atomic_t *stop)
 
 void tb_collector_close(tb_collector *c)
 {
+	tb_keeper_stop(c); /* run stops it; one started by hand (tests) too */
 	if (c->writer)
 		tb_writer_close(c->writer);
 	if (c->slots) {

@@ -371,6 +371,8 @@ typedef struct tb_collector {
 	pthread_mutex_t keeper_lock; /* tb_series_prefault: one at a time */
 	pthread_t keeper;
 	uint32_t keeper_running, keeper_stop;
+	bool keeper_started;    /* its thread is to be joined */
+	uint64_t keeper_looks;  /* its looks so far (tests: it is about to sleep) */
 	uint32_t keeper_seq;    /* the keeper's futex word: moved by every wake-up */
 	cpu_set_t open_cpus;    /* the CPUs the collector was opened on: the keeper's */
 	bool open_cpus_known;
@@ -614,12 +616,15 @@ int tb_folds_init(tb_collector *c);
 /* Record what the producer of slot i folded into its lanes since they were
  * last read into the series' bank `bank`, with counts[metric] and the
  * ring's tally of that bank; the lanes marked dirty only, or all of them.
- * Under slot_lock; `grew` is the caller's scratch (TB_FOLD_COUNTS). */
+ * Under slot_lock; `grew` is the caller's scratch (TB_FOLD_COUNTS).
+ * `ready_only` (a drain thread's release): a lane takes no series that is
+ * not faulted in yet; one that would is counted as a bad event. */
 void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metric_counts *counts,
-			uint64_t *grew, uint64_t *exhausted);
+			uint64_t *grew, uint64_t *exhausted, bool ready_only);
 /* Before slot i is handed back: whether every fold lane holding a
- * registered metric has its series on the ring, taking one already faulted
- * in where not (tb_series_at_hand, whose *need it fills). */
+ * registered metric and counts not yet taken has its series on the ring,
+ * taking one already faulted in where not (tb_series_at_hand, whose *need
+ * it fills). */
 bool tb_folds_series_at_hand(tb_collector *c, uint32_t i, tb_series_need *need);
 
 /* drain.c */

@@ -544,7 +544,7 @@ static void release_slot(tb_drainer *d, uint32_t i)
 	/* its fold lanes, once what its owner folded is taken (not from a
 	 * quarantined ring, as nothing else is) */
 	tb_folds_take_slot(c, i, d->open_bank, true, d->counts[d->open_bank], d->fold_grew,
-			   &d->series_exhausted);
+			   &d->series_exhausted, d->series_wait);
 	tb_seg_folds_reset(&c->seg, i);
 	if (f->followed) /* what it dropped, for the sidecar of this interval */
 		f->pending_drops += tb_slots_drops(c, i);

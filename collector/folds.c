@@ -69,6 +69,9 @@ typedef struct fold_target {
 	tb_metric_counts *counts;
 	uint64_t *grew;
 	uint64_t *exhausted;
+	/* a drain thread's release: only a series already taken or faulted in
+	 * (tb_folds_series_at_hand saw to the lanes as they were then) */
+	bool ready_only;
 } fold_target;
 
 static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, const fold_target *t)
@@ -97,7 +100,11 @@ static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, const fol
 	if (sum == 0 && negative == 0 && clamped == 0 && ok)
 		return;
 	uint16_t m = (uint16_t)(metric_plus_one - 1);
-	if (!ok || metric_plus_one == 0 || metric_plus_one > TB_MAX_METRICS || !tb_collector_metric_ready(c, m)) {
+	tb_series_need need;
+	if (!ok || metric_plus_one == 0 || metric_plus_one > TB_MAX_METRICS || !tb_collector_metric_ready(c, m) ||
+	    /* its metric rewritten since the release looked: no series is
+	     * faulted in for it here, and the lane is its producer's doing */
+	    (t->ready_only && !tb_series_at_hand(c, i, m, &need))) {
 		f->tally[t->bank].bad_events++;
 		return;
 	}
@@ -118,12 +125,13 @@ static void take_lane(tb_collector *c, uint32_t i, tb_fold_lane *lane, const fol
 }
 
 void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metric_counts *counts,
-			uint64_t *grew, uint64_t *exhausted)
+			uint64_t *grew, uint64_t *exhausted, bool ready_only)
 {
 	tb_slot_follow *f = &c->slots[i];
 	if (!f->followed || f->quarantined)
 		return;
-	fold_target t = {.bank = bank, .counts = counts, .grew = grew, .exhausted = exhausted};
+	fold_target t = {.bank = bank, .counts = counts, .grew = grew, .exhausted = exhausted,
+			 .ready_only = ready_only};
 	all |= f->folds_unsure;
 	f->folds_unsure = false;
 	for (uint32_t k = 0; k < c->seg.layout.fold_lanes; k++) {
@@ -133,6 +141,19 @@ void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metr
 		if (__atomic_exchange_n(&lane->dirty, 0, __ATOMIC_ACQ_REL) != 0 || all)
 			take_lane(c, i, lane, &t);
 	}
+}
+
+/* Whether any count of a lane moved since it was last taken (what
+ * take_lane looks at, changing nothing). */
+static bool grown(const tb_fold_lane *lane)
+{
+	if (__atomic_load_n(&lane->negative, __ATOMIC_RELAXED) != lane->negative_taken ||
+	    __atomic_load_n(&lane->clamped, __ATOMIC_RELAXED) != lane->clamped_taken)
+		return true;
+	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++)
+		if (__atomic_load_n(&lane->counts[k], __ATOMIC_RELAXED) != lane->taken[k])
+			return true;
+	return false;
 }
 
 bool tb_folds_series_at_hand(tb_collector *c, uint32_t i, tb_series_need *need)
@@ -147,7 +168,7 @@ bool tb_folds_series_at_hand(tb_collector *c, uint32_t i, tb_series_need *need)
 		const tb_fold_lane *lane = tb_seg_fold_lane(&c->seg, i, k);
 		uint32_t metric_plus_one = __atomic_load_n(&lane->metric_plus_one, __ATOMIC_ACQUIRE);
 		if (metric_plus_one == 0 || metric_plus_one > TB_MAX_METRICS ||
-		    !tb_collector_metric_ready(c, (uint16_t)(metric_plus_one - 1)))
+		    !tb_collector_metric_ready(c, (uint16_t)(metric_plus_one - 1)) || !grown(lane))
 			continue; /* nothing to record (a bad lane is counted, not recorded) */
 		if (!tb_series_at_hand(c, i, (uint16_t)(metric_plus_one - 1), &one)) {
 			*need = one;

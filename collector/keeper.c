@@ -108,6 +108,7 @@ static void *keeper_main(void *arg)
 		if (__atomic_load_n(&c->keeper_stop, __ATOMIC_ACQUIRE))
 			break;
 		tb_series_prefault(c);
+		__atomic_add_fetch(&c->keeper_looks, 1, __ATOMIC_RELEASE);
 		/* returns at once if a wake-up came after `seen` was read */
 		syscall(SYS_futex, &c->keeper_seq, FUTEX_WAIT_PRIVATE, seen, &look, NULL, 0);
 	}
@@ -145,6 +146,7 @@ int tb_keeper_start(tb_collector *c)
 	pthread_attr_destroy(&attr);
 	if (rc != 0)
 		return -rc;
+	c->keeper_started = true;
 	/* from here on a drain thread may wait for series memory */
 	__atomic_store_n(&c->keeper_running, 1, __ATOMIC_RELEASE);
 	return 0;
@@ -152,10 +154,11 @@ int tb_keeper_start(tb_collector *c)
 
 void tb_keeper_stop(tb_collector *c)
 {
-	if (!__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
+	if (!c->keeper_started)
 		return;
 	__atomic_store_n(&c->keeper_running, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->keeper_stop, 1, __ATOMIC_SEQ_CST);
 	wake_keeper(c);
 	pthread_join(c->keeper, NULL);
+	c->keeper_started = false;
 }

@@ -740,6 +740,28 @@ static void a_release_waits_for_the_series_its_fold_lanes_need(void **state)
 	assert_int_equal(f->c.series_unready, 0);
 }
 
+/* A lane whose counts were all taken before (by a collector before this
+ * one, say) has nothing to record at the release: it takes no series, and
+ * the release does not wait for one. */
+static void a_release_takes_no_series_for_a_lane_with_nothing_new(void **state)
+{
+	struct fixture *f = *state;
+	tb_drainer *d = waiting_drainer(f);
+	tb_producer *gone = tb_attach(BUS, "taken");
+	assert_int_equal(tb_producer_error(gone, NULL), 0);
+	uint32_t slot = gone->slot;
+	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, slot, 0);
+	lane->metric_plus_one = tb_metric_id(tb_metric(gone, "m2")) + 1;
+	lane->counts[200] = 5;
+	lane->taken[200] = 5;
+	tb_detach(gone);
+	housekeep(f);
+	tb_drainer_pass(d, false);
+	assert_int_equal(__atomic_load_n(&tb_seg_slot(&f->c.seg, slot)->state, __ATOMIC_ACQUIRE), TB_SLOT_FREE);
+	assert_int_equal(f->c.nseries, 0);
+	assert_int_equal(f->c.series_waits, 0);
+}
+
 /* The keeper wakes when asked, not at its next look: with its looks an
  * hour apart, a series asked for is faulted in within seconds. */
 static void the_keeper_wakes_when_asked(void **state)
@@ -752,7 +774,9 @@ static void the_keeper_wakes_when_asked(void **state)
 	fixture_restart(f, &cfg);
 	assert_int_equal(tb_keeper_start(&f->c), 0);
 	struct timespec nap = {0, 20000000};
-	nanosleep(&nap, NULL); /* asleep on its futex by now */
+	while (__atomic_load_n(&f->c.keeper_looks, __ATOMIC_ACQUIRE) == 0)
+		nanosleep(&nap, NULL);
+	nanosleep(&nap, NULL); /* it has looked once, and is asleep on its futex by now */
 	assert_int_equal(__atomic_load_n(&f->c.series_ready, __ATOMIC_ACQUIRE), 0);
 	tb_series_ask(&f->c, 3, true);
 	for (int tries = 0; tries < 500 && __atomic_load_n(&f->c.series_ready, __ATOMIC_ACQUIRE) < 3; tries++)
@@ -893,6 +917,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(the_keeper_is_asked_once_a_refill, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_release_waits_for_the_series_its_fold_lanes_need, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_release_takes_no_series_for_a_lane_with_nothing_new, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(the_keeper_wakes_when_asked, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_killed_collectors_unlogged_events_are_counted_lost,

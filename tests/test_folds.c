@@ -27,7 +27,7 @@ static void take_slot_folds(struct fixture *f, uint32_t i, int bank, bool all)
 {
 	tb_drainer *d = &f->c.drainers[0];
 	pthread_mutex_lock(&f->c.slot_lock);
-	tb_folds_take_slot(&f->c, i, bank, all, d->counts[bank], d->fold_grew, &d->series_exhausted);
+	tb_folds_take_slot(&f->c, i, bank, all, d->counts[bank], d->fold_grew, &d->series_exhausted, false);
 	pthread_mutex_unlock(&f->c.slot_lock);
 }
 
@@ -196,6 +196,35 @@ static void impossible_lanes_are_counted_bad(void **state)
 	assert_int_equal(tb_hist_total(series_hist(f, cur, 1)), 12);
 }
 
+/* At a drain thread's release (ready_only) a lane takes no series that is
+ * not faulted in yet: a lane whose metric was rewritten after the release
+ * looked is counted as a bad event of the ring, nothing recorded. Taken
+ * otherwise (the closer), the same lane records. */
+static void a_release_lane_takes_only_a_series_faulted_in(void **state)
+{
+	struct fixture *f = *state;
+	int cur = f->c.drainers[0].cur;
+	uint16_t id2 = (uint16_t)tb_metric_id(f->m[2]);
+	tb_drainer *d = &f->c.drainers[0];
+	__atomic_store_n(&f->c.series_ready, f->c.nseries, __ATOMIC_RELEASE); /* none spare */
+	uint32_t taken = f->c.nseries;
+	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
+	lane->metric_plus_one = id2 + 1u; /* no series of it on ring 0 yet */
+	lane->counts[tb_fold_index(300)] += 4;
+	lane->dirty = 1;
+	pthread_mutex_lock(&f->c.slot_lock);
+	tb_folds_take_slot(&f->c, 0, cur, false, d->counts[cur], d->fold_grew, &d->series_exhausted, true);
+	pthread_mutex_unlock(&f->c.slot_lock);
+	assert_int_equal(f->c.nseries, taken);
+	assert_int_equal(ring_bad(&f->c.slots[0]), 1);
+	assert_int_equal(d->counts[cur][id2].folded, 0);
+	lane->counts[tb_fold_index(300)] += 3;
+	lane->dirty = 1;
+	take_folds(f, cur);
+	assert_int_equal(f->c.nseries, taken + 1);
+	assert_int_equal(d->counts[cur][id2].folded, 3);
+}
+
 /* A slot handed back FREE has what its owner folded taken first, and its
  * lanes free and empty for the next owner. */
 static void a_freed_slot_has_its_folds_taken_and_its_lanes_reset(void **state)
@@ -241,6 +270,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_restarted_collector_takes_only_new_folds,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(impossible_lanes_are_counted_bad, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_release_lane_takes_only_a_series_faulted_in, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 			a_freed_slot_has_its_folds_taken_and_its_lanes_reset,
 			setup, teardown),

@@ -154,7 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t bad_before = f->tally[coll.drainers[0].cur].bad_events;
 
 	tb_folds_take_slot(&coll, 0, coll.drainers[0].cur, flags & 4, coll.drainers[0].counts[coll.drainers[0].cur],
-			   coll.drainers[0].fold_grew, &coll.drainers[0].series_exhausted);
+			   coll.drainers[0].fold_grew, &coll.drainers[0].series_exhausted, false);
 
 	FUZZ_CHECK(lane->dirty == 0, "a read lane's dirty mark is cleared\n");
 	if (!read)
