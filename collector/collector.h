@@ -624,7 +624,7 @@ void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metr
 /* Before slot i is handed back: whether every fold lane holding a
  * registered metric and counts not yet taken has its series on the ring,
  * taking one already faulted in where not (tb_series_at_hand, whose *need
- * it fills). */
+ * it fills). Under slot_lock. */
 bool tb_folds_series_at_hand(tb_collector *c, uint32_t i, tb_series_need *need);
 
 /* drain.c */

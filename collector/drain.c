@@ -609,7 +609,9 @@ static bool drained_for_release(tb_drainer *d, uint32_t i)
 		return false;
 	/* the fold lanes, taken at the release, record into series too */
 	tb_series_need need;
+	pthread_mutex_lock(&c->slot_lock); /* the lanes' taken counts: the closer's too */
 	bool at_hand = tb_folds_series_at_hand(c, i, &need);
+	pthread_mutex_unlock(&c->slot_lock);
 	tb_series_ask(c, need.want, need.waiting);
 	return at_hand;
 }

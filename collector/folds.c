@@ -143,17 +143,24 @@ void tb_folds_take_slot(tb_collector *c, uint32_t i, int bank, bool all, tb_metr
 	}
 }
 
-/* Whether any count of a lane moved since it was last taken (what
- * take_lane looks at, changing nothing). */
+/* Whether take_lane would record something of a lane now, changing
+ * nothing: a count grew since it was last taken, and none went down (a
+ * lane with a count gone down is counted bad, nothing recorded). Under
+ * slot_lock, as take_lane moves what was taken. */
 static bool grown(const tb_fold_lane *lane)
 {
-	if (__atomic_load_n(&lane->negative, __ATOMIC_RELAXED) != lane->negative_taken ||
-	    __atomic_load_n(&lane->clamped, __ATOMIC_RELAXED) != lane->clamped_taken)
-		return true;
-	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++)
-		if (__atomic_load_n(&lane->counts[k], __ATOMIC_RELAXED) != lane->taken[k])
-			return true;
-	return false;
+	uint64_t negative = __atomic_load_n(&lane->negative, __ATOMIC_RELAXED);
+	uint64_t clamped = __atomic_load_n(&lane->clamped, __ATOMIC_RELAXED);
+	if (negative < lane->negative_taken || clamped < lane->clamped_taken)
+		return false;
+	bool grew = negative > lane->negative_taken || clamped > lane->clamped_taken;
+	for (int32_t k = 0; k < TB_FOLD_COUNTS; k++) {
+		uint64_t now = __atomic_load_n(&lane->counts[k], __ATOMIC_RELAXED);
+		if (now < lane->taken[k])
+			return false;
+		grew |= now > lane->taken[k];
+	}
+	return grew;
 }
 
 bool tb_folds_series_at_hand(tb_collector *c, uint32_t i, tb_series_need *need)

@@ -117,6 +117,8 @@ static void *keeper_main(void *arg)
 
 int tb_keeper_start(tb_collector *c)
 {
+	if (c->keeper_started)
+		return 0;
 	__atomic_store_n(&c->keeper_stop, 0, __ATOMIC_RELAXED);
 	/* An ordinary thread on the CPUs the collector was opened with, less
 	 * the closer's: not the closer's SCHED_FIFO (--fifo) and one CPU

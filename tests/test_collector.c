@@ -741,8 +741,8 @@ static void a_release_waits_for_the_series_its_fold_lanes_need(void **state)
 }
 
 /* A lane whose counts were all taken before (by a collector before this
- * one, say) has nothing to record at the release: it takes no series, and
- * the release does not wait for one. */
+ * one, say), or one that will be counted bad, has nothing to record at the
+ * release: it takes no series, and the release does not wait for one. */
 static void a_release_takes_no_series_for_a_lane_with_nothing_new(void **state)
 {
 	struct fixture *f = *state;
@@ -754,6 +754,13 @@ static void a_release_takes_no_series_for_a_lane_with_nothing_new(void **state)
 	lane->metric_plus_one = tb_metric_id(tb_metric(gone, "m2")) + 1;
 	lane->counts[200] = 5;
 	lane->taken[200] = 5;
+	/* and one whose count went down: counted bad at the release, nothing
+	 * recorded, so no series either */
+	tb_fold_lane *down = tb_seg_fold_lane(&f->c.seg, slot, 1);
+	down->metric_plus_one = tb_metric_id(tb_metric(gone, "m1")) + 1;
+	down->counts[100] = 3;
+	down->taken[100] = 5;
+	down->counts[101] = 9;
 	tb_detach(gone);
 	housekeep(f);
 	tb_drainer_pass(d, false);
@@ -774,8 +781,9 @@ static void the_keeper_wakes_when_asked(void **state)
 	fixture_restart(f, &cfg);
 	assert_int_equal(tb_keeper_start(&f->c), 0);
 	struct timespec nap = {0, 20000000};
-	while (__atomic_load_n(&f->c.keeper_looks, __ATOMIC_ACQUIRE) == 0)
+	for (int tries = 0; tries < 500 && __atomic_load_n(&f->c.keeper_looks, __ATOMIC_ACQUIRE) == 0; tries++)
 		nanosleep(&nap, NULL);
+	assert_true(__atomic_load_n(&f->c.keeper_looks, __ATOMIC_ACQUIRE) > 0);
 	nanosleep(&nap, NULL); /* it has looked once, and is asleep on its futex by now */
 	assert_int_equal(__atomic_load_n(&f->c.series_ready, __ATOMIC_ACQUIRE), 0);
 	tb_series_ask(&f->c, 3, true);
