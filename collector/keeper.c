@@ -21,19 +21,16 @@
  * TB_KEEPER_LOOK_NS, and the run loop keeps the reserve itself (tick)
  * should the keeper not have started.
  */
-#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "collector.h"
+#include "threads.h"
 
 #define TB_KEEPER_LOOK_NS 50000000LL
 
@@ -120,32 +117,14 @@ int tb_keeper_start(tb_collector *c)
 	if (c->keeper_started)
 		return 0;
 	__atomic_store_n(&c->keeper_stop, 0, __ATOMIC_RELAXED);
-	/* An ordinary thread on the CPUs the collector was opened with, less
-	 * the closer's: not the closer's SCHED_FIFO (--fifo) and one CPU
-	 * (--close-cpu), which it would otherwise inherit, and wait out a
-	 * close on. Signals are the run loop's. */
-	pthread_attr_t attr;
-	struct sched_param prio = {.sched_priority = 0};
-	pthread_attr_init(&attr);
-	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
-	pthread_attr_setschedparam(&attr, &prio);
-	if (c->open_cpus_known) {
-		cpu_set_t cpus = c->open_cpus;
-		int close_cpu = c->cfg.close_cpu;
-		if (close_cpu >= 0 && close_cpu < CPU_SETSIZE && CPU_ISSET(close_cpu, &cpus) &&
-		    CPU_COUNT(&cpus) > 1)
-			CPU_CLR(close_cpu, &cpus); /* off the closer's CPU, where another is left */
-		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
-	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&c->keeper, &attr, keeper_main, c);
-	if (rc != 0) /* settings refused (a CPU gone, SCHED_IDLE): as the closer runs */
-		rc = pthread_create(&c->keeper, NULL, keeper_main, c);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
+	/* an ordinary thread (threads.h) on the CPUs the collector was opened
+	 * with, less the closer's where another is left: it would otherwise
+	 * wait out a close behind the closer */
+	cpu_set_t cpus = c->open_cpus;
+	int close_cpu = c->cfg.close_cpu;
+	if (close_cpu >= 0 && close_cpu < CPU_SETSIZE && CPU_ISSET(close_cpu, &cpus) && CPU_COUNT(&cpus) > 1)
+		CPU_CLR(close_cpu, &cpus);
+	int rc = tb_thread_start_ordinary(&c->keeper, keeper_main, c, c->open_cpus_known ? &cpus : NULL);
 	if (rc != 0)
 		return -rc;
 	c->keeper_started = true;

@@ -9,10 +9,9 @@
  * writes the files' offsets and preambles while it runs.
  */
 #include "writer_impl.h"
+#include "threads.h"
 
 #include <errno.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -120,22 +119,8 @@ int wr_thread_start(tb_writer *w)
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->work, NULL);
 	pthread_cond_init(&w->done, NULL);
-	/* The collector may already run SCHED_FIFO: a writer thread inheriting
-	 * that would compete with the drain loop as an equal. It runs as an
-	 * ordinary thread instead (its CPU affinity is still inherited). */
-	pthread_attr_t attr;
-	struct sched_param prio = {.sched_priority = 0};
-	pthread_attr_init(&attr);
-	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
-	pthread_attr_setschedparam(&attr, &prio);
-	/* signals are the collector's business: the thread takes none */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&w->thread, &attr, writer_thread, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
+	/* an ordinary thread (threads.h), its CPU affinity inherited */
+	int rc = tb_thread_start_ordinary(&w->thread, writer_thread, w, NULL);
 	if (rc) {
 		pthread_cond_destroy(&w->done);
 		pthread_cond_destroy(&w->work);

@@ -649,6 +649,14 @@ static void the_series_reserve_is_faulted_in_ahead(void **state)
 	}
 }
 
+/* A second producer handle, on the fixture's other ring. */
+static tb_producer *second_producer(const char *name)
+{
+	tb_producer *p = tb_attach(BUS, name);
+	assert_int_equal(tb_producer_error(p, NULL), 0);
+	return p;
+}
+
 /* The collector reopened with no series reserve and drain thread 0 waiting
  * for series memory, as it does beside the keeper: no series is faulted
  * in ahead, so every new (ring, metric) pair waits for the keeper. */
@@ -709,6 +717,19 @@ static void a_new_series_waits_in_its_ring_for_the_keeper(void **state)
 	assert_int_equal(f->c.series_unready, 0);
 }
 
+/* Slot `slot`, detached, asked to be released at three housekeepings:
+ * it stays DETACHED, its release waiting for the keeper. */
+static tb_slot *release_waits(struct fixture *f, tb_drainer *d, uint32_t slot)
+{
+	tb_slot *s = tb_seg_slot(&f->c.seg, slot);
+	for (int round = 0; round < 3; round++) {
+		housekeep(f);
+		tb_drainer_pass(d, false);
+		assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
+	}
+	return s;
+}
+
 /* A ring handed back with a fold lane of a metric it has no series for:
  * the lane records into one at the release, so the release waits for the
  * keeper as an event would, and the folded events are all counted. */
@@ -717,8 +738,7 @@ static void a_release_waits_for_the_series_its_fold_lanes_need(void **state)
 	struct fixture *f = *state;
 	tb_drainer *d = waiting_drainer(f);
 	assert_true(f->c.seg.layout.fold_lanes > 0);
-	tb_producer *gone = tb_attach(BUS, "folded");
-	assert_int_equal(tb_producer_error(gone, NULL), 0);
+	tb_producer *gone = second_producer("folded");
 	uint32_t slot = gone->slot;
 	uint32_t id = tb_metric_id(tb_metric(gone, "m2"));
 	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, slot, 0);
@@ -726,12 +746,7 @@ static void a_release_waits_for_the_series_its_fold_lanes_need(void **state)
 	lane->counts[200] = 5;
 	__atomic_store_n(&lane->dirty, 1, __ATOMIC_RELEASE);
 	tb_detach(gone);
-	tb_slot *s = tb_seg_slot(&f->c.seg, slot);
-	for (int round = 0; round < 3; round++) {
-		housekeep(f);
-		tb_drainer_pass(d, false);
-		assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
-	}
+	tb_slot *s = release_waits(f, d, slot);
 	assert_int_equal(f->c.nseries, 0);
 	tb_series_prefault(&f->c);
 	tb_drainer_pass(d, false);
@@ -747,8 +762,7 @@ static void a_release_takes_no_series_for_a_lane_with_nothing_new(void **state)
 {
 	struct fixture *f = *state;
 	tb_drainer *d = waiting_drainer(f);
-	tb_producer *gone = tb_attach(BUS, "taken");
-	assert_int_equal(tb_producer_error(gone, NULL), 0);
+	tb_producer *gone = second_producer("taken");
 	uint32_t slot = gone->slot;
 	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, slot, 0);
 	lane->metric_plus_one = tb_metric_id(tb_metric(gone, "m2")) + 1;
@@ -842,19 +856,13 @@ static void a_release_waits_for_the_series_its_events_need(void **state)
 {
 	struct fixture *f = *state;
 	tb_drainer *d = waiting_drainer(f);
-	tb_producer *gone = tb_attach(BUS, "gone");
-	assert_int_equal(tb_producer_error(gone, NULL), 0);
+	tb_producer *gone = second_producer("gone");
 	uint32_t slot = gone->slot;
 	tb_metric_t m = tb_metric(gone, "m2");
 	for (int k = 0; k < 7; k++)
 		tb_span(gone, m, at(f, f->c.cfg.interval_ns / 2) - 500, at(f, f->c.cfg.interval_ns / 2));
 	tb_detach(gone);
-	tb_slot *s = tb_seg_slot(&f->c.seg, slot);
-	for (int round = 0; round < 3; round++) {
-		housekeep(f);
-		tb_drainer_pass(d, false);
-		assert_int_equal(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE), TB_SLOT_DETACHED);
-	}
+	tb_slot *s = release_waits(f, d, slot);
 	assert_int_equal(events_of(f, 2), 0);
 	tb_series_prefault(&f->c);
 	tb_drainer_pass(d, false); /* the request, asked again, is carried out */
