@@ -210,11 +210,11 @@ static bool record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, 
 		c->slots[slot].tally[d->cur].bad_events++;
 		return true;
 	}
+	tb_series_need need;
 	switch (kind) {
 	case TB_EV_SPAN:
 		/* before any count sees it */
 		if (d->series_wait) {
-			tb_series_need need;
 			bool go = tb_series_at_hand(c, slot, metric, &need);
 			tb_series_ask(c, need.want, need.waiting);
 			if (!go)
@@ -502,9 +502,22 @@ static uint32_t drain_slot(tb_drainer *d, uint32_t i, uint32_t limit, int64_t no
 	return n;
 }
 
-/* Hand slot i back to producers: what its ring holds is drained first (at
- * most twice a ring, against an owner that goes on writing), its fold
- * lanes taken, its drops kept for the sidecar of this interval. */
+/* Read what ring i holds, at most twice a ring (against an owner that
+ * goes on writing); true if an event was left waiting for series memory
+ * (series_wait). */
+static bool drain_ring(tb_drainer *d, uint32_t i)
+{
+	uint64_t taken = 0, most = 2 * (uint64_t)d->c->seg.layout.ring_capacity;
+	uint32_t n;
+	d->left_waiting = false;
+	while (taken < most && (n = drain_slot(d, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
+		taken += n;
+	return d->left_waiting;
+}
+
+/* Hand slot i back to producers: what its ring holds is drained first
+ * (drain_ring), its fold lanes taken, its drops kept for the sidecar of
+ * this interval. */
 static void release_slot(tb_drainer *d, uint32_t i)
 {
 	tb_collector *c = d->c;
@@ -527,11 +540,8 @@ static void release_slot(tb_drainer *d, uint32_t i)
 		 * series memory here (a series taken before the keeper faulted it
 		 * in is counted) */
 		bool wait = d->series_wait;
-		uint64_t taken = 0, most = 2 * (uint64_t)c->seg.layout.ring_capacity;
-		uint32_t n;
 		d->series_wait = false;
-		while (taken < most && (n = drain_slot(d, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
-			taken += n;
+		(void)drain_ring(d, i);
 		d->series_wait = wait;
 	}
 	/* the next owner starts from a ring in order: indices where reading
@@ -600,12 +610,7 @@ static bool drained_for_release(tb_drainer *d, uint32_t i)
 		tb_slots_follow(c, i);
 	if (!f->followed || f->quarantined)
 		return true;
-	uint64_t taken = 0, most = 2 * (uint64_t)c->seg.layout.ring_capacity;
-	uint32_t n;
-	d->left_waiting = false;
-	while (taken < most && (n = drain_slot(d, i, TB_COLLECTOR_BATCH, mono_now(), false)) > 0)
-		taken += n;
-	if (d->left_waiting)
+	if (drain_ring(d, i))
 		return false;
 	/* the fold lanes, taken at the release, record into series too */
 	tb_series_need need;

@@ -42,11 +42,18 @@ static const char *file_word(int which)
  * written an append whole since the run's last loss (`written`, its count
  * of those now; a preamble's notes do not count): a run holds consecutive
  * losses only, never one that spans an interval written. */
+/* Whether a loss of file `which` for `err`, with `written` appends of it
+ * written whole, continues run n. */
+static bool continues(const struct note *n, int which, int err, uint64_t written)
+{
+	return n->file == which && n->err == err && n->written_at == written;
+}
+
 static void add_note(struct wfile *f, int which, int64_t at, int err, uint64_t written)
 {
 	for (int k = f->nnotes - 1; k >= f->pre_notes; k--) {
 		struct note *n = &f->notes[k];
-		if (n->file != which || n->err != err || n->written_at != written)
+		if (!continues(n, which, err, written))
 			continue;
 		if (at != n->last_ns) {
 			n->last_ns = at > n->last_ns ? at : n->last_ns;
@@ -165,8 +172,7 @@ static void rejoin_runs(struct wfile *f)
 	for (int k = f->pre_notes; k < f->nnotes; k++) {
 		struct note *n = &f->notes[k], *run = NULL;
 		for (int j = f->pre_notes - 1; j >= 0 && !run; j--)
-			if (f->notes[j].file == n->file && f->notes[j].err == n->err &&
-			    f->notes[j].written_at == n->written_at)
+			if (continues(&f->notes[j], n->file, n->err, n->written_at))
 				run = &f->notes[j];
 		if (!run) {
 			f->notes[kept++] = *n;
