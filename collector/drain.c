@@ -644,6 +644,18 @@ static inline void keep_most(int64_t *at, int64_t v)
 		__atomic_store_n(at, v, __ATOMIC_RELAXED);
 }
 
+/* A read of the clock between passes: the step from the read before it,
+ * where only constant work ran since (step_from_ns set), is the machine's
+ * if it is TB_DRAIN_JUMP_NS or longer (collector.h). */
+static inline int64_t step_read(tb_drainer *d)
+{
+	int64_t now = mono_now();
+	if (d->step_from_ns && now - d->step_from_ns >= TB_DRAIN_JUMP_NS)
+		d->pause_jumps_ns += now - d->step_from_ns;
+	d->step_from_ns = now;
+	return now;
+}
+
 static void note_gap(tb_drainer *d, int64_t now)
 {
 	if (!d->last_pass_ns)
@@ -653,10 +665,12 @@ static void note_gap(tb_drainer *d, int64_t now)
 	if (pause >= TB_DRAIN_PAUSE_READ_NS) {
 		int64_t cpu = thread_cpu_now();
 		int64_t away = (now - d->cpu_read_wall_ns) - (cpu - d->cpu_read_ns);
-		self = away <= 0 ? pause : away < pause ? pause - away : 0;
+		int64_t not_ours = away > d->pause_jumps_ns ? away : d->pause_jumps_ns;
+		self = not_ours <= 0 ? pause : not_ours < pause ? pause - not_ours : 0;
 		d->cpu_read_ns = cpu;
 		d->cpu_read_wall_ns = now;
 	}
+	d->pause_jumps_ns = 0;
 	keep_most(&d->stalls.longest_self_pause_ns, self);
 }
 
@@ -717,10 +731,12 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	 * the run loop's repair, which waits to see the count move. */
 	if (TB_UNLIKELY(__atomic_load_n(&d->c->rings_gate, __ATOMIC_ACQUIRE))) {
 		__atomic_store_n(&d->gate_seen, d->gate_seen + 1, __ATOMIC_RELEASE);
+		d->step_from_ns = 0;
 		return 0;
 	}
-	int64_t now = mono_now();
+	int64_t now = step_read(d);
 	note_gap(d, now);
+	d->step_from_ns = 0; /* the pass is work */
 	__atomic_store_n(&d->last_pass_ns, now, __ATOMIC_RELAXED); /* the closer reads it */
 	if (TB_UNLIKELY(__atomic_load_n(&d->recheck, __ATOMIC_ACQUIRE)))
 		look_at_all(d);
@@ -736,10 +752,7 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	if (total)
 		__atomic_store_n(&d->events_total, d->events_total + total, __ATOMIC_RELAXED);
 	d->pass_end_ns = mono_now();
-	if (!full) { /* a back-off follows: read the CPU time now (collector.h) */
-		d->cpu_read_ns = thread_cpu_now();
-		d->cpu_read_wall_ns = d->pass_end_ns;
-	}
+	d->step_from_ns = d->pass_end_ns;
 	keep_most(&d->stalls.longest_pass_ns, d->pass_end_ns - now);
 	return total;
 }
@@ -837,11 +850,39 @@ void tb_drainer_expire_all(tb_drainer *d)
 	pthread_mutex_unlock(&c->join_lock);
 }
 
-/* Caught up: spin on our own clock until `until`, touching no line a
- * producer writes (TB_COLLECTOR_DEFAULT_BACKOFF_NS). */
-static void back_off(int64_t until, volatile sig_atomic_t *stop)
+/* The thread's CPU time at `wall`, for the next pause's figure: read
+ * before a back-off or a sleep, where the call's cost is hidden. */
+static void mark_cpu(tb_drainer *d, int64_t wall)
 {
-	while (!*stop && mono_now() < until) {
+	d->cpu_read_ns = thread_cpu_now();
+	d->cpu_read_wall_ns = wall;
+}
+
+/* The test hooks: run `ns` on the CPU, reading a clock the drain thread
+ * does not read (between two reads of the back-off's, as the host does
+ * when it takes the CPU; or as housekeeping's own work). */
+static void test_busy(int64_t ns)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	int64_t until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + ns, now;
+	do {
+		clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+		now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	} while (now < until);
+}
+
+/* Caught up: spin on our own clock until `until`, touching no line a
+ * producer writes (TB_COLLECTOR_DEFAULT_BACKOFF_NS). Between two reads of
+ * the clock the spin runs a pause instruction, or once the CPU-time call:
+ * constant work, whose long steps are the machine's (step_read). */
+static void back_off(tb_drainer *d, int64_t until)
+{
+	const tb_collector *c = d->c;
+	mark_cpu(d, step_read(d));
+	if (TB_UNLIKELY(c->cfg.test_backoff_jump_ns > 0))
+		test_busy(c->cfg.test_backoff_jump_ns);
+	while (!*c->stop && step_read(d) < until) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
@@ -865,8 +906,7 @@ void *tb_drainer_main(void *arg)
 	char name[16];
 	snprintf(name, sizeof(name), "tb-drain%u", d->id);
 	pthread_setname_np(pthread_self(), name);
-	d->cpu_read_ns = thread_cpu_now();
-	d->cpu_read_wall_ns = mono_now();
+	mark_cpu(d, mono_now());
 	/* with a keeper, a new series waits for its memory (keeper.c) */
 	d->series_wait = __atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE) != 0;
 	while (!*c->stop) {
@@ -874,16 +914,25 @@ void *tb_drainer_main(void *arg)
 		 * there reads what there is: one that left a short ring alone
 		 * would read as quiet and sleep while that ring fills */
 		uint64_t n = tb_drainer_pass(d, c->cfg.idle_ns == 0);
-		int64_t mono = mono_now();
+		/* from the pass's end to the next clock read only constant
+		 * work runs (the switch is O(1)), but for housekeeping, which
+		 * walks the slots: its step is taken whole (step_read) */
+		int64_t mono = step_read(d);
 		tb_drainer_switch(d, mono + c->clock_offset_ns, false);
 		if (mono >= d->next_housekeep_ns) {
 			tb_drainer_housekeep(d, mono);
+			if (TB_UNLIKELY(c->cfg.test_housekeep_ns > 0))
+				test_busy(c->cfg.test_housekeep_ns);
 			d->next_housekeep_ns = mono + TB_COLLECTOR_HOUSEKEEP_NS;
+			d->step_from_ns = 0;
 		}
-		if (n == 0 && c->cfg.idle_ns > 0)
-			nanosleep(&idle, NULL);
+		if (n == 0 && c->cfg.idle_ns > 0) {
+			mark_cpu(d, step_read(d));
+			nanosleep(&idle, NULL); /* off CPU: the CPU time finds it */
+			d->step_from_ns = 0;
+		}
 		else if (!d->last_pass_full && c->cfg.backoff_ns > 0)
-			back_off(mono + c->cfg.backoff_ns, c->stop);
+			back_off(d, mono + c->cfg.backoff_ns);
 	}
 	d->series_wait = false; /* what is left is drained after the keeper stops */
 	return NULL;

@@ -100,7 +100,7 @@ static void *produce(void *arg)
 }
 
 static void open_collector_with(struct fixture *f, uint32_t drain_threads, int64_t close_delay_ns,
-				uint32_t series_reserve)
+				uint32_t series_reserve, int64_t backoff_jump_ns, int64_t housekeep_ns)
 {
 	memset(f, 0, sizeof(*f));
 	pthread_mutex_init(&f->lock, NULL);
@@ -113,13 +113,15 @@ static void open_collector_with(struct fixture *f, uint32_t drain_threads, int64
 	cfg.rebalance = false; /* the tests move rings themselves */
 	cfg.test_close_delay_ns = close_delay_ns;
 	cfg.series_reserve = series_reserve;
+	cfg.test_backoff_jump_ns = backoff_jump_ns;
+	cfg.test_housekeep_ns = housekeep_ns;
 	collector_open_or_fail(&f->c, &cfg);
 	assert_int_equal(pthread_create(&f->run, NULL, run_collector, f), 0);
 }
 
 static void open_collector(struct fixture *f, uint32_t drain_threads, int64_t close_delay_ns)
 {
-	open_collector_with(f, drain_threads, close_delay_ns, TB_SERIES_RESERVE);
+	open_collector_with(f, drain_threads, close_delay_ns, TB_SERIES_RESERVE, 0, 0);
 }
 
 /* Stop the collector (it drains and closes what is left), then add up
@@ -252,6 +254,60 @@ static void a_slow_closer_stalls_no_drain_and_is_reported(void **state)
 	assert_true(f->c.closer.behind > 0);
 	close_collector(f);
 	free(f);
+}
+
+/* The drain threads' longest self-caused pause (ever, in the closer) and
+ * the longest wall gap between passes that the sidecar's drain rows show,
+ * us, for a collector idle for six intervals with the test hooks given. */
+static void idle_pauses(int64_t backoff_jump_ns, int64_t housekeep_ns, int64_t *self_ns, unsigned *gap_us)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	open_collector_with(f, 1, 0, TB_SERIES_RESERVE, backoff_jump_ns, housekeep_ns);
+	usleep(6 * INTERVAL_NS / 1000);
+	int64_t logged[METRICS];
+	stop_and_count(f, logged);
+	char cmd[160], line[512];
+	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
+	FILE *csv = popen(cmd, "r");
+	assert_non_null(csv);
+	unsigned rows = 0;
+	*gap_us = 0;
+	while (fgets(line, sizeof(line), csv)) {
+		unsigned gap;
+		if (sscanf(line, "%*[^,],drain,%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%u,",
+			   &gap) != 1)
+			continue;
+		rows++;
+		if (gap > *gap_us)
+			*gap_us = gap;
+	}
+	assert_int_equal(pclose(csv), 0);
+	assert_true(rows > 0);
+	*self_ns = f->c.closer.longest_self_pause_ns;
+	close_collector(f);
+	free(f);
+}
+
+/* The machine taking the CPU while the drain thread backs off (the test
+ * hook runs 5 ms between two of the back-off's clock reads, on the CPU, as
+ * a host's unreported stop is charged): the drain rows show the gaps, and
+ * the drain thread's self-caused pause does not hold them. Its own work
+ * between passes does: housekeeping made 5 ms longer is a pause of its. */
+#define JUMP_NS 5000000LL
+static void the_machines_time_is_not_a_self_caused_pause_housekeeping_is(void **state)
+{
+	(void)state;
+	int64_t self;
+	unsigned gap_us;
+	idle_pauses(JUMP_NS, 0, &self, &gap_us);
+	assert_true(gap_us >= JUMP_NS / 1000);
+	if (self >= JUMP_NS / 2)
+		fail_msg("self-caused pause %lld ns with %lld ns jumps in the back-off", (long long)self, JUMP_NS);
+	idle_pauses(0, JUMP_NS, &self, &gap_us);
+	assert_true(gap_us >= JUMP_NS / 1000);
+	if (self < JUMP_NS)
+		fail_msg("self-caused pause %lld ns with housekeeping %lld ns longer", (long long)self, JUMP_NS);
 }
 
 /* The run loop's hold on the rings (a segment repair): once each drain
@@ -400,7 +456,7 @@ static void new_series_cost_the_drain_thread_no_page_fault(void **state)
 	struct burst *b = calloc(8, sizeof(*b));
 	assert_non_null(f);
 	assert_non_null(b);
-	open_collector_with(f, 1, 0, 0);
+	open_collector_with(f, 1, 0, 0, 0, 0);
 	bursts(f, b, 2, 0, NEW_METRICS / 2); /* m0..m11 on two rings */
 	usleep(200000);
 	long before = thread_faults("tb-drain0");
@@ -440,6 +496,7 @@ int main(void)
 		cmocka_unit_test(four_drain_threads_count_every_event_across_switches),
 		cmocka_unit_test(rings_moved_between_drain_threads_mid_flood_lose_nothing),
 		cmocka_unit_test(a_slow_closer_stalls_no_drain_and_is_reported),
+		cmocka_unit_test(the_machines_time_is_not_a_self_caused_pause_housekeeping_is),
 		cmocka_unit_test(no_drain_thread_reads_while_the_rings_gate_is_closed),
 		cmocka_unit_test(new_series_cost_the_drain_thread_no_page_fault),
 	};

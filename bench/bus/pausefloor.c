@@ -1,17 +1,20 @@
 /* pausefloor.c - the floor under the drain's self-caused pause figure: the
  * same measurement around a loop that does nothing.
  *
- *   pausefloor [--cpu C] [--seconds S] [--spin-ns N]
+ *   pausefloor [--cpu C] [--seconds S] [--spin-ns N] [--no-jumps]
  *
- * A drain thread's self-caused pause (collector/drain.c, docs/formats.md's
+ * A drain thread's self-caused pause (collector/collector.h, docs/formats.md's
  * self_pause_us) is the wall time from the end of one pass to the start of
- * the next, less the time the thread was not running, from its CPU time read
- * at each pass's end. This program pinned to CPU C runs the same bookkeeping
- * around an empty "pass" and a spin of N ns between passes (default 2000, the
+ * the next, less the larger of the time the thread was not running (from its
+ * CPU time, read as its back-off begins) and the steps of 10 us or more
+ * between two of its clock reads with only constant work between them (the
+ * machine's time, charged as the thread's where the host does not report it
+ * as stolen). This program pinned to CPU C runs the same bookkeeping around
+ * an empty "pass" and a spin of N ns between passes (default 2000, the
  * collector's back-off), and prints, per second, the longest self-caused
- * pause it saw: what the machine charges a thread that does nothing (timer
- * ticks, interrupts and their exits from the virtual machine are counted as
- * the running thread's time where the kernel has no IRQ time accounting).
+ * pause it saw: what is left charged to a thread that does nothing. With
+ * --no-jumps the steps are not taken off: timer ticks, interrupts and the
+ * host's unreported stops then all count as the running thread's time.
  * One line a second: "second longest_self_pause_us longest_wall_pause_us",
  * then the median and maximum of the per-second figures.
  */
@@ -41,16 +44,24 @@ int main(int argc, char **argv)
 {
 	int cpu = -1, seconds = 10;
 	int64_t spin_ns = 2000;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--cpu"))
-			cpu = atoi(argv[i + 1]);
+	int jumps = 1, bad = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(argv[i], "--no-jumps"))
+			jumps = 0;
+		else if (!value)
+			bad = 1;
+		else if (!strcmp(argv[i], "--cpu"))
+			cpu = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--seconds"))
-			seconds = atoi(argv[i + 1]);
+			seconds = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--spin-ns"))
-			spin_ns = atoll(argv[i + 1]);
+			spin_ns = atoll(argv[++i]);
+		else
+			bad = 1;
 	}
-	if (seconds < 1 || seconds > SECONDS_MAX || spin_ns < 0) {
-		fprintf(stderr, "usage: pausefloor [--cpu C] [--seconds 1..%d] [--spin-ns N]\n",
+	if (bad || seconds < 1 || seconds > SECONDS_MAX || spin_ns < 0) {
+		fprintf(stderr, "usage: pausefloor [--cpu C] [--seconds 1..%d] [--spin-ns N] [--no-jumps]\n",
 			SECONDS_MAX);
 		return 2;
 	}
@@ -63,21 +74,29 @@ int main(int argc, char **argv)
 	}
 	static int64_t self_max[SECONDS_MAX], wall_max[SECONDS_MAX];
 	int64_t start = clock_of(CLOCK_MONOTONIC);
-	int64_t end_wall = start, end_cpu = clock_of(CLOCK_THREAD_CPUTIME_ID);
+	int64_t end_wall = start;
 	for (;;) {
 		/* the gap: the collector's back-off, spinning on its own clock */
-		int64_t until = end_wall + spin_ns, now;
-		do
+		int64_t until = end_wall + spin_ns, now, prev = end_wall, steps = 0;
+		int64_t cpu_wall = clock_of(CLOCK_MONOTONIC), cpu = clock_of(CLOCK_THREAD_CPUTIME_ID);
+		if (cpu_wall - prev >= 10000)
+			steps += cpu_wall - prev;
+		prev = cpu_wall;
+		do {
 			now = clock_of(CLOCK_MONOTONIC);
-		while (now < until);
+			if (now - prev >= 10000)
+				steps += now - prev;
+			prev = now;
+		} while (now < until);
 		int s = (int)((now - start) / 1000000000);
 		if (s >= seconds)
 			break;
 		/* the next pass's start, measured as drain.c does */
 		int64_t pause = now - end_wall, self = pause;
 		if (pause >= 5000) {
-			int64_t ran = clock_of(CLOCK_THREAD_CPUTIME_ID) - end_cpu;
-			self = ran < 0 ? 0 : ran < pause ? ran : pause;
+			int64_t away = (now - cpu_wall) - (clock_of(CLOCK_THREAD_CPUTIME_ID) - cpu);
+			int64_t not_ours = jumps && steps > away ? steps : away;
+			self = not_ours <= 0 ? pause : not_ours < pause ? pause - not_ours : 0;
 		}
 		if (self > self_max[s])
 			self_max[s] = self;
@@ -85,7 +104,6 @@ int main(int argc, char **argv)
 			wall_max[s] = pause;
 		/* an empty pass, then its end as drain.c records it */
 		end_wall = clock_of(CLOCK_MONOTONIC);
-		end_cpu = clock_of(CLOCK_THREAD_CPUTIME_ID);
 	}
 	for (int s = 0; s < seconds; s++)
 		printf("%d %lld %lld\n", s, (long long)(self_max[s] / 1000), (long long)(wall_max[s] / 1000));
