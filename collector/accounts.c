@@ -324,7 +324,7 @@ static void report(tb_collector *c)
 			"tailbusd: %s: its last %llu bytes are a part of the interval at %.3f, which the kill "
 			"cut short (counted lost), and cannot be cut off: %s\n",
 			a->cut_path, (unsigned long long)a->cut_bytes, from, strerror(a->cut_failed));
-	n = snprintf(line, sizeof(line), "%.3f,collector-lost,collector:%d,%llu,,,,,,,,,%llu,,,,\n", from,
+	n = snprintf(line, sizeof(line), "%.3f,collector-lost,collector:%d,%llu,,,,,,,,,%llu,,,,,\n", from,
 		     (int)a->dead_pid, lost, folds);
 	if (n > 0 && (size_t)n < sizeof(line))
 		tb_writer_append_sidecar(c->writer, line, (size_t)n);

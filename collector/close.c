@@ -47,14 +47,21 @@ static int encode_merged(tb_collector *c, uint8_t **frame, size_t *frame_len)
 				       k->scratch_cap - inner_cap, frame_len);
 }
 
-/* One sidecar row; `gap_ns` < 0 leaves its column empty, as do `pass_ns`
- * and `self_pause_ns` (the drain threads' rows only) and `drain` (the drain
- * thread of a drain or ring row). */
+/* One sidecar row; `gap_ns` < 0 leaves its column empty, as do `pass_ns`,
+ * `self_pause_ns` and `series_waits` (the drain threads' rows only) and
+ * `drain` (the drain thread of a drain or ring row). */
 typedef struct sidecar_extra {
 	uint64_t dropped, high_water;
 	int64_t gap_ns, pass_ns, self_pause_ns;
-	int64_t drain;
+	int64_t drain, series_waits;
 } sidecar_extra;
+
+static void int_or_empty(char *out, size_t cap, int64_t v)
+{
+	out[0] = '\0';
+	if (v >= 0)
+		snprintf(out, cap, "%" PRId64, v);
+}
 
 static void us_or_empty(char *out, size_t cap, int64_t ns)
 {
@@ -68,23 +75,24 @@ static int sidecar_row(tb_growbuf *b, double start, const char *scope, const cha
 {
 	if (reserve(b, SIDECAR_ROW_MAX) < 0)
 		return -ENOMEM;
-	char gap[24], pass[24], self[24], drain[24] = "";
+	char gap[24], pass[24], self[24], drain[24], waits[24];
 	us_or_empty(gap, sizeof(gap), x->gap_ns);
 	us_or_empty(pass, sizeof(pass), x->pass_ns);
 	us_or_empty(self, sizeof(self), x->self_pause_ns);
-	if (x->drain >= 0)
-		snprintf(drain, sizeof(drain), "%" PRId64, x->drain);
+	int_or_empty(drain, sizeof(drain), x->drain);
+	int_or_empty(waits, sizeof(waits), x->series_waits);
 	int n = snprintf(b->p + b->len, SIDECAR_ROW_MAX,
 			 "%.3f,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%s,%s,%s\n",
+			 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s\n",
 			 start, scope, name, mc->events, x->dropped, mc->negative, mc->late, mc->clamped,
 			 mc->unmatched_start, mc->unmatched_end, x->high_water, gap, mc->folded,
-			 mc->ahead, pass, self, drain);
+			 mc->ahead, pass, self, drain, waits);
 	b->len += (size_t)(n < SIDECAR_ROW_MAX ? n : SIDECAR_ROW_MAX - 1);
 	return 0;
 }
 
-static const sidecar_extra no_extra = {.gap_ns = -1, .pass_ns = -1, .self_pause_ns = -1, .drain = -1};
+static const sidecar_extra no_extra = {
+	.gap_ns = -1, .pass_ns = -1, .self_pause_ns = -1, .drain = -1, .series_waits = -1};
 
 /* Move metric m's series into the merged scratch: their closed banks are
  * left empty for the interval after next, in the same pass. */
@@ -187,6 +195,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 			.longest_gap_ns = __atomic_exchange_n(&d->stalls.longest_gap_ns, 0, __ATOMIC_RELAXED),
 			.longest_self_pause_ns =
 				__atomic_exchange_n(&d->stalls.longest_self_pause_ns, 0, __ATOMIC_RELAXED),
+			.series_waits = __atomic_exchange_n(&d->stalls.series_waits, 0, __ATOMIC_RELAXED),
 		};
 		/* a gap still going on (the whole collector was stopped, say, and
 		 * this thread has not passed since it went on): reported now, beside
@@ -208,6 +217,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 		x.pass_ns = s.longest_pass_ns;
 		x.self_pause_ns = s.longest_self_pause_ns;
 		x.drain = k;
+		x.series_waits = s.series_waits;
 		rc = sidecar_row(&c->closer.sidecar, start, "drain", name, &mc, &x);
 		if (s.longest_pass_ns > worst_pass)
 			worst_pass = s.longest_pass_ns;

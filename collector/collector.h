@@ -302,6 +302,7 @@ typedef struct tb_drain_stalls {
 	int64_t longest_pass_ns;
 	int64_t longest_gap_ns;
 	int64_t longest_self_pause_ns;
+	int64_t series_waits; /* the waits for series memory it counted (tb_series_ask) */
 } tb_drain_stalls;
 
 typedef struct tb_drainer {
@@ -538,8 +539,9 @@ void tb_series_prefault(tb_collector *c);
 /* How many series the keeper keeps faulted in with `taken` taken. */
 uint32_t tb_series_target(const tb_collector *c, uint32_t taken);
 /* Ask for `want` series faulted in in all (0: nothing), `waiting`: for an
- * event left in its ring (counted once per series asked for). */
-void tb_series_ask(tb_collector *c, uint32_t want, bool waiting);
+ * event left in its ring (counted once per series asked for). True if this
+ * call counted a wait. */
+bool tb_series_ask(tb_collector *c, uint32_t want, bool waiting);
 int tb_keeper_start(tb_collector *c);
 void tb_keeper_stop(tb_collector *c);
 

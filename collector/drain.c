@@ -174,6 +174,14 @@ static void count_join(tb_drainer *d, uint32_t slot, uint16_t metric, bool start
 	}
 }
 
+/* Ask the keeper for what `need` says; a wait it counts is this thread's
+ * too, for its sidecar row (the closer takes the count with an exchange). */
+static void ask_keeper(tb_drainer *d, const tb_series_need *need)
+{
+	if (tb_series_ask(d->c, need->want, need->waiting))
+		__atomic_add_fetch(&d->stalls.series_waits, 1, __ATOMIC_RELAXED);
+}
+
 /* A START (`start`) or END into the join table. False, the table as it
  * was: the event would match, and so record into its ring's series at
  * once, but a thread that waits for series memory found none faulted in
@@ -191,7 +199,7 @@ static bool join_event(tb_drainer *d, uint32_t slot, uint16_t metric, bool start
 		*rc = start ? tb_join_start(&c->join, metric, seq, at, now_mono, latency)
 			    : tb_join_end(&c->join, metric, seq, at, now_mono, latency);
 	pthread_mutex_unlock(&c->join_lock);
-	tb_series_ask(c, need.want, need.waiting); /* the keeper woken outside the lock */
+	ask_keeper(d, &need); /* the keeper woken outside the lock */
 	return go;
 }
 
@@ -216,7 +224,7 @@ static bool record_slow(tb_drainer *d, uint32_t slot, uint64_t w0, uint64_t w1, 
 		/* before any count sees it */
 		if (d->series_wait) {
 			bool go = tb_series_at_hand(c, slot, metric, &need);
-			tb_series_ask(c, need.want, need.waiting);
+			ask_keeper(d, &need);
 			if (!go)
 				return false;
 		}
@@ -617,7 +625,7 @@ static bool drained_for_release(tb_drainer *d, uint32_t i)
 	pthread_mutex_lock(&c->slot_lock); /* the lanes' taken counts: the closer's too */
 	bool at_hand = tb_folds_series_at_hand(c, i, &need);
 	pthread_mutex_unlock(&c->slot_lock);
-	tb_series_ask(c, need.want, need.waiting);
+	ask_keeper(d, &need);
 	return at_hand;
 }
 

@@ -80,18 +80,18 @@ static bool raise_to(uint32_t *word, uint32_t to)
 	return true;
 }
 
-void tb_series_ask(tb_collector *c, uint32_t want, bool waiting)
+bool tb_series_ask(tb_collector *c, uint32_t want, bool waiting)
 {
 	if (want == 0)
-		return;
+		return false;
 	/* a wait is counted once per series waited for, asked for already
 	 * (a refill on its way) or not */
-	if (waiting && raise_to(&c->series_waited_for, want))
+	bool counted = waiting && raise_to(&c->series_waited_for, want);
+	if (counted)
 		__atomic_add_fetch(&c->series_waits, 1, __ATOMIC_RELAXED);
-	if (!raise_to(&c->series_wanted, want))
-		return; /* asked already */
-	if (__atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
-		wake_keeper(c);
+	if (raise_to(&c->series_wanted, want) && __atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE))
+		wake_keeper(c); /* not asked for before */
+	return counted;
 }
 
 static void *keeper_main(void *arg)

@@ -339,7 +339,7 @@ static void sidecar_note(tb_collector *c, const char *kind, const char *what, ui
 	const char *file = strrchr(c->seg.path, '/');
 	file = file ? file + 1 : c->seg.path;
 	char row[TB_SEG_PATH_MAX + 384];
-	int n = snprintf(row, sizeof(row), "%.3f,%s,%s:%s,%u,,,,,,,,,,,,,\n", (double)c->closer.start_ns / 1e9,
+	int n = snprintf(row, sizeof(row), "%.3f,%s,%s:%s,%u,,,,,,,,,,,,,,\n", (double)c->closer.start_ns / 1e9,
 			 kind, file, what, count);
 	if (n > 0 && (size_t)n < sizeof(row) && c->writer)
 		tb_writer_append_sidecar(c->writer, row, (size_t)n);

@@ -25,7 +25,7 @@
 #define TB_SIDECAR_SUFFIX ".health.csv"
 #define TB_SIDECAR_COLUMNS \
 	"interval_start,scope,name,events,dropped,negative,late,clamped,unmatched_start,unmatched_end," \
-	"high_water,longest_gap_us,folded,ahead,longest_pass_us,self_pause_us,drain_thread\n"
+	"high_water,longest_gap_us,folded,ahead,longest_pass_us,self_pause_us,drain_thread,series_waits\n"
 
 typedef struct tb_writer_config {
 	const char *dir;        /* where the logs go (created if missing) */

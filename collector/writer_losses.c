@@ -129,7 +129,7 @@ static size_t format_note(char *out, size_t cap, int into, const struct note *n)
 			       (unsigned long long)n->intervals, n->intervals == 1 ? "" : "s",
 			       file_word(n->file), seconds(n->first_ns), seconds(n->last_ns), why);
 	else
-		len = snprintf(out, cap, "%.3f,lost,%s:%.3f:%s,%llu,,,,,,,,,,,,,\n", seconds(n->first_ns),
+		len = snprintf(out, cap, "%.3f,lost,%s:%.3f:%s,%llu,,,,,,,,,,,,,,\n", seconds(n->first_ns),
 			       file_word(n->file), seconds(n->last_ns), why,
 			       (unsigned long long)n->intervals);
 	return len > 0 && (size_t)len < cap ? (size_t)len : 0;

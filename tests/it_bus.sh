@@ -119,7 +119,7 @@ ring_full() {
 	# and beside them, how long the rings went unread (the last column, us)
 	local gap
 	gap=$(awk -F, '$2 == "ring" && $12 > m { m = $12 } END { print m + 0 }' "$tmp/$bus"/log/*.health.csv)
-	head -2 "$tmp/$bus"/log/*.health.csv | grep -q ',high_water,longest_gap_us,folded,ahead,longest_pass_us,self_pause_us,drain_thread$' || { echo "  sidecar header"; return 1; }
+	head -2 "$tmp/$bus"/log/*.health.csv | grep -q ',high_water,longest_gap_us,folded,ahead,longest_pass_us,self_pause_us,drain_thread,series_waits$' || { echo "  sidecar header"; return 1; }
 	[[ $gap -ge 300000 ]] || { echo "  longest gap between passes $gap us, stopped for 300 ms and more"; return 1; }
 }
 check "collector stopped: producer never blocks; written + dropped == attempted; sidecar has the drops and the stall" ring_full

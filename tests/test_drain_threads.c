@@ -173,14 +173,20 @@ static int ring_rows_name_their_drain_thread(struct fixture *f)
 		char scope[24], name[96];
 		if (sscanf(line, "%*[^,],%23[^,],%95[^,],", scope, name) != 2)
 			continue;
-		const char *last = strrchr(line, ',') + 1;
+		/* the drain_thread column, the 17th */
+		const char *drain = line;
+		for (int col = 1; col < 17 && drain; col++)
+			if ((drain = strchr(drain, ',')))
+				drain++;
+		assert_non_null(drain);
 		unsigned n;
 		if (strcmp(scope, "ring") == 0 && sscanf(name, "ring%u:", &n) == 1) {
-			if ((unsigned)atoi(last) != n % f->c.ndrainers || *last == '\n')
-				fail_msg("ring %u's row names drain thread '%.*s'", n, (int)strcspn(last, "\n"), last);
+			if ((unsigned)atoi(drain) != n % f->c.ndrainers || *drain == ',')
+				fail_msg("ring %u's row names drain thread '%.*s'", n, (int)strcspn(drain, ",\n"),
+					 drain);
 			rings++;
 		} else if (strcmp(scope, "drain") == 0 && sscanf(name, "drain%u:", &n) == 1) {
-			assert_int_equal(atoi(last), n);
+			assert_int_equal(atoi(drain), n);
 		}
 	}
 	assert_int_equal(pclose(csv), 0);
@@ -256,10 +262,37 @@ static void a_slow_closer_stalls_no_drain_and_is_reported(void **state)
 	free(f);
 }
 
+/* Column `col` (1-based) of the sidecar's drain rows: its largest value
+ * and its sum over them; the rows seen. */
+static unsigned drain_column(struct fixture *f, int col, unsigned long long *most,
+			     unsigned long long *sum)
+{
+	char cmd[256], line[512];
+	snprintf(cmd, sizeof(cmd), "awk -F, '$2 == \"drain\" { print $%d }' '%s'/*.health.csv", col,
+		 f->log_dir);
+	FILE *out = popen(cmd, "r");
+	assert_non_null(out);
+	unsigned rows = 0;
+	*most = *sum = 0;
+	while (fgets(line, sizeof(line), out)) {
+		char *end;
+		unsigned long long v = strtoull(line, &end, 10);
+		if (end == line || *end != '\n')
+			fail_msg("drain row column %d: '%s'", col, line);
+		rows++;
+		*sum += v;
+		if (v > *most)
+			*most = v;
+	}
+	assert_int_equal(pclose(out), 0);
+	return rows;
+}
+
 /* The drain threads' longest self-caused pause (ever, in the closer) and
  * the longest wall gap between passes that the sidecar's drain rows show,
  * us, for a collector idle for six intervals with the test hooks given. */
-static void idle_pauses(int64_t backoff_jump_ns, int64_t housekeep_ns, int64_t *self_ns, unsigned *gap_us)
+static void idle_pauses(int64_t backoff_jump_ns, int64_t housekeep_ns, int64_t *self_ns,
+			unsigned long long *gap_us)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
@@ -267,23 +300,8 @@ static void idle_pauses(int64_t backoff_jump_ns, int64_t housekeep_ns, int64_t *
 	usleep(6 * INTERVAL_NS / 1000);
 	int64_t logged[METRICS];
 	stop_and_count(f, logged);
-	char cmd[160], line[512];
-	snprintf(cmd, sizeof(cmd), "cat '%s'/*.health.csv", f->log_dir);
-	FILE *csv = popen(cmd, "r");
-	assert_non_null(csv);
-	unsigned rows = 0;
-	*gap_us = 0;
-	while (fgets(line, sizeof(line), csv)) {
-		unsigned gap;
-		if (sscanf(line, "%*[^,],drain,%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%u,",
-			   &gap) != 1)
-			continue;
-		rows++;
-		if (gap > *gap_us)
-			*gap_us = gap;
-	}
-	assert_int_equal(pclose(csv), 0);
-	assert_true(rows > 0);
+	unsigned long long sum;
+	assert_true(drain_column(f, 12, gap_us, &sum) > 0); /* longest_gap_us */
 	*self_ns = f->c.closer.longest_self_pause_ns;
 	close_collector(f);
 	free(f);
@@ -299,7 +317,7 @@ static void the_machines_time_is_not_a_self_caused_pause_housekeeping_is(void **
 {
 	(void)state;
 	int64_t self;
-	unsigned gap_us;
+	unsigned long long gap_us;
 	idle_pauses(JUMP_NS, 0, &self, &gap_us);
 	assert_true(gap_us >= JUMP_NS / 1000);
 	if (self >= JUMP_NS / 2)
@@ -483,6 +501,10 @@ static void new_series_cost_the_drain_thread_no_page_fault(void **state)
 			 after - before);
 	assert_true(f->c.series_waits > 0); /* the bursts did wait */
 	assert_int_equal(f->c.series_unready, 0);
+	/* and the sidecar's drain rows said so, interval by interval */
+	unsigned long long most, waits;
+	assert_true(drain_column(f, 18, &most, &waits) > 0); /* series_waits */
+	assert_int_equal(waits, f->c.series_waits);
 	close_collector(f);
 	free(b);
 	free(f);

@@ -750,7 +750,7 @@ static void a_write_past_the_file_size_limit_is_cut_back_and_its_interval_noted(
 	FILE *sf = fopen(side, "r");
 	assert_non_null(sf);
 	char line[512], row[512];
-	snprintf(row, sizeof(row), "%lld.000,lost,log:%lld.000:%s,1,,,,,,,,,,,,,\n", (long long)T0,
+	snprintf(row, sizeof(row), "%lld.000,lost,log:%lld.000:%s,1,,,,,,,,,,,,,,\n", (long long)T0,
 		 (long long)T0, strerror(EFBIG));
 	bool found = false;
 	while (fgets(line, sizeof(line), sf))
