@@ -333,6 +333,10 @@ typedef struct tb_drainer {
 	int64_t cpu_read_ns, cpu_read_wall_ns; /* the last read of the thread's CPU time, and when */
 	int64_t step_from_ns;              /* the last clock read followed by constant work only, or 0 */
 	int64_t pause_jumps_ns;            /* the machine's steps between those reads since the last pass */
+	/* the passes are the drain thread's loop's: only there does constant
+	 * work follow a pass's end (passes by hand, or after the thread stopped,
+	 * have their caller's work between them: no step of it is measured) */
+	bool own_loop;
 	int64_t next_housekeep_ns;
 	tb_drain_stalls stalls;
 	uint64_t events_total;   /* taken, ever (relaxed atomic) */

@@ -760,7 +760,7 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	if (total)
 		__atomic_store_n(&d->events_total, d->events_total + total, __ATOMIC_RELAXED);
 	d->pass_end_ns = mono_now();
-	d->step_from_ns = d->pass_end_ns;
+	d->step_from_ns = d->own_loop ? d->pass_end_ns : 0;
 	keep_most(&d->stalls.longest_pass_ns, d->pass_end_ns - now);
 	return total;
 }
@@ -915,6 +915,7 @@ void *tb_drainer_main(void *arg)
 	snprintf(name, sizeof(name), "tb-drain%u", d->id);
 	pthread_setname_np(pthread_self(), name);
 	mark_cpu(d, mono_now());
+	d->own_loop = true;
 	/* with a keeper, a new series waits for its memory (keeper.c) */
 	d->series_wait = __atomic_load_n(&c->keeper_running, __ATOMIC_ACQUIRE) != 0;
 	while (!*c->stop) {
@@ -943,5 +944,7 @@ void *tb_drainer_main(void *arg)
 			back_off(d, mono + c->cfg.backoff_ns);
 	}
 	d->series_wait = false; /* what is left is drained after the keeper stops */
+	d->own_loop = false; /* the run loop's passes follow, with its work between */
+	d->step_from_ns = 0;
 	return NULL;
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -135,6 +136,38 @@ static void the_second_pass_takes_the_fast_path(void **state)
 	spans(f, 1, 10, done, 1000);
 	assert_int_equal(tb_collector_pass_all(&f->c), 10);
 	assert_int_equal(s->fast[cur]->events, 10);
+}
+
+/* Passes made by hand (or after the drain threads stopped) have between
+ * them whatever their caller ran, not only the drain thread's constant
+ * work: a pause there is taken whole, less the time off CPU, and no step
+ * of it is the machine's (collector.h, TB_DRAIN_JUMP_NS). */
+#define CALLER_NS 3000000LL
+static void spin_on_cpu(int64_t ns)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + ns, now;
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	} while (now < until);
+}
+
+static void the_callers_work_between_passes_by_hand_is_a_self_caused_pause(void **state)
+{
+	struct fixture *f = *state;
+	tb_drainer *d = &f->c.drainers[0];
+	tb_collector_pass_all(&f->c);
+	spin_on_cpu(CALLER_NS); /* the first long pause reads the CPU time */
+	tb_collector_pass_all(&f->c);
+	__atomic_store_n(&d->stalls.longest_self_pause_ns, 0, __ATOMIC_RELAXED);
+	spin_on_cpu(CALLER_NS);
+	tb_collector_pass_all(&f->c);
+	int64_t self = __atomic_load_n(&d->stalls.longest_self_pause_ns, __ATOMIC_RELAXED);
+	if (self < CALLER_NS / 2)
+		fail_msg("self-caused pause %lld ns after %lld ns of the caller's work", (long long)self,
+			 CALLER_NS);
 }
 
 /* An interval that began before the producers' clock's zero (a long one,
@@ -462,6 +495,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_drain_records_as_decode_does, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_second_pass_takes_the_fast_path,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(the_callers_work_between_passes_by_hand_is_a_self_caused_pause,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_series_pool_past_the_tables_reach_is_refused,
 						setup, teardown),
