@@ -264,28 +264,30 @@ struct tb_collector;
  *     reported the time as stolen), from the thread's CPU time;
  *   - time the machine took while the thread ran and charged to it
  *     (interrupts where the kernel has no IRQ time accounting, the host's
- *     stops that it does not report as stolen). Between passes the thread
- *     reads the clock after each piece of constant work: returning from a
- *     pass, the O(1) switch of halves, each turn of the back-off's spin
- *     (a pause instruction, once the CPU-time call). Such work takes well
- *     under a microsecond, so a step of TB_DRAIN_JUMP_NS or more between
+ *     stops that it does not report as stolen). In its own loop, between
+ *     passes, the thread reads the clock after each piece of constant
+ *     work: the end of a pass and the CPU-time call, the O(1) switch of
+ *     halves, each turn of the back-off's spin. Such work takes well under
+ *     a microsecond, so a step of TB_DRAIN_MACHINE_STEP_NS or more between
  *     two of those reads is the machine's. Housekeeping, which walks the
- *     slots, is not constant: its step is taken whole, as the thread's.
- *     A page fault in constant work would be taken as the machine's too;
+ *     slots, is not constant: its step is taken whole, as the thread's; so
+ *     is everything between passes made by another caller (own_loop). A
+ *     page fault in constant work would be taken as the machine's too;
  *     none happens there (every page it touches is faulted in at start),
  *     and the drain thread's faults are counted apart (bench/bus/pauses).
- *   The larger of the two is taken off the pause (both, where they fell
- *   apart, would be right: the figure can read high, not low, from this).
- *   The CPU time costs a system call, read where its cost is hidden: as a
- *   back-off or an idle sleep begins, and at a pass's start only when the
- *   pause before it is TB_DRAIN_PAUSE_READ_NS or longer (a shorter pause
- *   is taken whole, as self-caused). The time off CPU is taken over the
- *   window from the last read: a pause after busy passes, with no back-off,
- *   holds those passes too, and time off CPU in them is taken off the
- *   pause as well (the figure can then read low).
+ *   The larger of the two is taken off the pause: both, where they fell
+ *   apart, would be right, so by this rule the figure can read high, not
+ *   low. The CPU time costs a system call, read where its cost is hidden:
+ *   at the end of a pass that took no whole batch (a back-off or an idle
+ *   sleep follows), and at a pass's start only when the pause before it
+ *   is TB_DRAIN_PAUSE_READ_NS or longer (a shorter pause is taken whole,
+ *   as self-caused). The time off CPU is taken over the window from the
+ *   last read: a pause after busy passes holds those passes too, and time
+ *   off CPU in them is taken off the pause as well (the figure can then
+ *   read low).
  * A pass itself is draining, not a pause: its length is the first figure. */
 #define TB_DRAIN_PAUSE_READ_NS 5000LL
-#define TB_DRAIN_JUMP_NS 10000LL
+#define TB_DRAIN_MACHINE_STEP_NS 10000LL
 
 /* The rings' gate (tb_collector.rings_gate), a set of bits: a cut noted and
  * not yet taken by the run loop, and the run loop repairing the segment
@@ -332,7 +334,7 @@ typedef struct tb_drainer {
 	int64_t pass_end_ns;               /* its end */
 	int64_t cpu_read_ns, cpu_read_wall_ns; /* the last read of the thread's CPU time, and when */
 	int64_t step_from_ns;              /* the last clock read followed by constant work only, or 0 */
-	int64_t pause_jumps_ns;            /* the machine's steps between those reads since the last pass */
+	int64_t machine_ns;                /* the machine's steps between those reads since the last pass */
 	/* the passes are the drain thread's loop's: only there does constant
 	 * work follow a pass's end (passes by hand, or after the thread stopped,
 	 * have their caller's work between them: no step of it is measured) */
@@ -373,8 +375,8 @@ typedef struct tb_collector_config {
 	bool rebalance;      /* move rings between drain threads by rate (default on) */
 	int64_t test_close_delay_ns; /* tests: every close takes this much longer */
 	int64_t test_keeper_look_ns; /* tests: the keeper's own looks this far apart (0: 50 ms) */
-	int64_t test_backoff_jump_ns; /* tests: each back-off runs this long between two clock reads */
-	int64_t test_housekeep_ns; /* tests: a drain thread's housekeeping takes this much longer */
+	int64_t test_backoff_busy_ns; /* tests: each back-off runs this long between two clock reads */
+	int64_t test_housekeep_busy_ns; /* tests: a drain thread's housekeeping takes this much longer */
 } tb_collector_config;
 
 typedef struct tb_collector {

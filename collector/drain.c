@@ -46,6 +46,13 @@ static int64_t thread_cpu_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The thread's CPU time at `wall`, for the next pause's figure. */
+static void mark_cpu(tb_drainer *d, int64_t wall)
+{
+	d->cpu_read_ns = thread_cpu_now();
+	d->cpu_read_wall_ns = wall;
+}
+
 int tb_drainer_init(tb_drainer *d, tb_collector *c, uint32_t id, int cpu)
 {
 	uint32_t metrics = c->seg.layout.metric_capacity;
@@ -654,12 +661,12 @@ static inline void keep_most(int64_t *at, int64_t v)
 
 /* A read of the clock between passes: the step from the read before it,
  * where only constant work ran since (step_from_ns set), is the machine's
- * if it is TB_DRAIN_JUMP_NS or longer (collector.h). */
+ * if it is TB_DRAIN_MACHINE_STEP_NS or longer (collector.h). */
 static inline int64_t step_read(tb_drainer *d)
 {
 	int64_t now = mono_now();
-	if (d->step_from_ns && now - d->step_from_ns >= TB_DRAIN_JUMP_NS)
-		d->pause_jumps_ns += now - d->step_from_ns;
+	if (d->step_from_ns && now - d->step_from_ns >= TB_DRAIN_MACHINE_STEP_NS)
+		d->machine_ns += now - d->step_from_ns;
 	d->step_from_ns = now;
 	return now;
 }
@@ -673,12 +680,12 @@ static void note_gap(tb_drainer *d, int64_t now)
 	if (pause >= TB_DRAIN_PAUSE_READ_NS) {
 		int64_t cpu = thread_cpu_now();
 		int64_t away = (now - d->cpu_read_wall_ns) - (cpu - d->cpu_read_ns);
-		int64_t not_ours = away > d->pause_jumps_ns ? away : d->pause_jumps_ns;
+		int64_t not_ours = away > d->machine_ns ? away : d->machine_ns;
 		self = not_ours <= 0 ? pause : not_ours < pause ? pause - not_ours : 0;
 		d->cpu_read_ns = cpu;
 		d->cpu_read_wall_ns = now;
 	}
-	d->pause_jumps_ns = 0;
+	d->machine_ns = 0;
 	keep_most(&d->stalls.longest_self_pause_ns, self);
 }
 
@@ -760,6 +767,8 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 	if (total)
 		__atomic_store_n(&d->events_total, d->events_total + total, __ATOMIC_RELAXED);
 	d->pass_end_ns = mono_now();
+	if (!full) /* a back-off or a sleep follows, which hides the call */
+		mark_cpu(d, d->pass_end_ns);
 	d->step_from_ns = d->own_loop ? d->pass_end_ns : 0;
 	keep_most(&d->stalls.longest_pass_ns, d->pass_end_ns - now);
 	return total;
@@ -858,38 +867,26 @@ void tb_drainer_expire_all(tb_drainer *d)
 	pthread_mutex_unlock(&c->join_lock);
 }
 
-/* The thread's CPU time at `wall`, for the next pause's figure: read
- * before a back-off or a sleep, where the call's cost is hidden. */
-static void mark_cpu(tb_drainer *d, int64_t wall)
-{
-	d->cpu_read_ns = thread_cpu_now();
-	d->cpu_read_wall_ns = wall;
-}
-
-/* The test hooks: run `ns` on the CPU, reading a clock the drain thread
- * does not read (between two reads of the back-off's, as the host does
- * when it takes the CPU; or as housekeeping's own work). */
+/* The test hooks: run `ns` on the CPU between two of the thread's
+ * measured clock reads (in the back-off's spin, as the host does when it
+ * takes the CPU; or as housekeeping's own work). */
 static void test_busy(int64_t ns)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	int64_t until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + ns, now;
-	do {
-		clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-		now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	} while (now < until);
+	int64_t until = mono_now() + ns;
+	while (mono_now() < until) {
+	}
 }
 
 /* Caught up: spin on our own clock until `until`, touching no line a
  * producer writes (TB_COLLECTOR_DEFAULT_BACKOFF_NS). Between two reads of
- * the clock the spin runs a pause instruction, or once the CPU-time call:
- * constant work, whose long steps are the machine's (step_read). */
+ * the clock the spin runs a pause instruction: constant work, whose long
+ * steps are the machine's (step_read). */
 static void back_off(tb_drainer *d, int64_t until)
 {
 	const tb_collector *c = d->c;
-	mark_cpu(d, step_read(d));
-	if (TB_UNLIKELY(c->cfg.test_backoff_jump_ns > 0))
-		test_busy(c->cfg.test_backoff_jump_ns);
+	step_read(d);
+	if (TB_UNLIKELY(c->cfg.test_backoff_busy_ns > 0))
+		test_busy(c->cfg.test_backoff_busy_ns);
 	while (!*c->stop && step_read(d) < until) {
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
@@ -930,15 +927,15 @@ void *tb_drainer_main(void *arg)
 		tb_drainer_switch(d, mono + c->clock_offset_ns, false);
 		if (mono >= d->next_housekeep_ns) {
 			tb_drainer_housekeep(d, mono);
-			if (TB_UNLIKELY(c->cfg.test_housekeep_ns > 0))
-				test_busy(c->cfg.test_housekeep_ns);
+			if (TB_UNLIKELY(c->cfg.test_housekeep_busy_ns > 0))
+				test_busy(c->cfg.test_housekeep_busy_ns);
 			d->next_housekeep_ns = mono + TB_COLLECTOR_HOUSEKEEP_NS;
 			d->step_from_ns = 0;
 		}
 		if (n == 0 && c->cfg.idle_ns > 0) {
-			mark_cpu(d, step_read(d));
+			step_read(d);
 			nanosleep(&idle, NULL); /* off CPU: the CPU time finds it */
-			d->step_from_ns = 0;
+			d->step_from_ns = mono_now();
 		}
 		else if (!d->last_pass_full && c->cfg.backoff_ns > 0)
 			back_off(d, mono + c->cfg.backoff_ns);

@@ -141,7 +141,7 @@ static void the_second_pass_takes_the_fast_path(void **state)
 /* Passes made by hand (or after the drain threads stopped) have between
  * them whatever their caller ran, not only the drain thread's constant
  * work: a pause there is taken whole, less the time off CPU, and no step
- * of it is the machine's (collector.h, TB_DRAIN_JUMP_NS). */
+ * of it is the machine's (collector.h, TB_DRAIN_MACHINE_STEP_NS). */
 #define CALLER_NS 3000000LL
 static void spin_on_cpu(int64_t ns)
 {

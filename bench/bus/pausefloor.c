@@ -1,20 +1,21 @@
 /* pausefloor.c - the floor under the drain's self-caused pause figure: the
  * same measurement around a loop that does nothing.
  *
- *   pausefloor [--cpu C] [--seconds S] [--spin-ns N] [--no-jumps]
+ *   pausefloor [--cpu C] [--seconds S] [--spin-ns N] [--all-steps]
  *
  * A drain thread's self-caused pause (collector/collector.h, docs/formats.md's
  * self_pause_us) is the wall time from the end of one pass to the start of
  * the next, less the larger of the time the thread was not running (from its
- * CPU time, read as its back-off begins) and the steps of 10 us or more
- * between two of its clock reads with only constant work between them (the
- * machine's time, charged as the thread's where the host does not report it
- * as stolen). This program pinned to CPU C runs the same bookkeeping around
- * an empty "pass" and a spin of N ns between passes (default 2000, the
- * collector's back-off), and prints, per second, the longest self-caused
- * pause it saw: what is left charged to a thread that does nothing. With
- * --no-jumps the steps are not taken off: timer ticks, interrupts and the
- * host's unreported stops then all count as the running thread's time.
+ * CPU time, read at the end of a pass that a back-off follows) and the steps
+ * of 10 us or more between two of its clock reads with only constant work
+ * between them (the machine's time, charged as the thread's where the host
+ * does not report it as stolen). This program pinned to CPU C runs the same
+ * bookkeeping around an empty "pass" and a spin of N ns between passes
+ * (default 2000, the collector's back-off), and prints, per second, the
+ * longest self-caused pause it saw: what is left charged to a thread that
+ * does nothing. With --all-steps no step is taken off: timer ticks,
+ * interrupts and the host's unreported stops then all count as the running
+ * thread's time.
  * One line a second: "second longest_self_pause_us longest_wall_pause_us",
  * then the median and maximum of the per-second figures.
  */
@@ -44,11 +45,11 @@ int main(int argc, char **argv)
 {
 	int cpu = -1, seconds = 10;
 	int64_t spin_ns = 2000;
-	int jumps = 1, bad = 0;
+	int machine = 1, bad = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(argv[i], "--no-jumps"))
-			jumps = 0;
+		if (!strcmp(argv[i], "--all-steps"))
+			machine = 0;
 		else if (!value)
 			bad = 1;
 		else if (!strcmp(argv[i], "--cpu"))
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
 			bad = 1;
 	}
 	if (bad || seconds < 1 || seconds > SECONDS_MAX || spin_ns < 0) {
-		fprintf(stderr, "usage: pausefloor [--cpu C] [--seconds 1..%d] [--spin-ns N] [--no-jumps]\n",
+		fprintf(stderr, "usage: pausefloor [--cpu C] [--seconds 1..%d] [--spin-ns N] [--all-steps]\n",
 			SECONDS_MAX);
 		return 2;
 	}
@@ -74,14 +75,10 @@ int main(int argc, char **argv)
 	}
 	static int64_t self_max[SECONDS_MAX], wall_max[SECONDS_MAX];
 	int64_t start = clock_of(CLOCK_MONOTONIC);
-	int64_t end_wall = start;
+	int64_t end_wall = start, end_cpu = clock_of(CLOCK_THREAD_CPUTIME_ID);
 	for (;;) {
 		/* the gap: the collector's back-off, spinning on its own clock */
 		int64_t until = end_wall + spin_ns, now, prev = end_wall, steps = 0;
-		int64_t cpu_wall = clock_of(CLOCK_MONOTONIC), cpu = clock_of(CLOCK_THREAD_CPUTIME_ID);
-		if (cpu_wall - prev >= 10000)
-			steps += cpu_wall - prev;
-		prev = cpu_wall;
 		do {
 			now = clock_of(CLOCK_MONOTONIC);
 			if (now - prev >= 10000)
@@ -94,8 +91,8 @@ int main(int argc, char **argv)
 		/* the next pass's start, measured as drain.c does */
 		int64_t pause = now - end_wall, self = pause;
 		if (pause >= 5000) {
-			int64_t away = (now - cpu_wall) - (clock_of(CLOCK_THREAD_CPUTIME_ID) - cpu);
-			int64_t not_ours = jumps && steps > away ? steps : away;
+			int64_t away = pause - (clock_of(CLOCK_THREAD_CPUTIME_ID) - end_cpu);
+			int64_t not_ours = machine && steps > away ? steps : away;
 			self = not_ours <= 0 ? pause : not_ours < pause ? pause - not_ours : 0;
 		}
 		if (self > self_max[s])
@@ -104,6 +101,7 @@ int main(int argc, char **argv)
 			wall_max[s] = pause;
 		/* an empty pass, then its end as drain.c records it */
 		end_wall = clock_of(CLOCK_MONOTONIC);
+		end_cpu = clock_of(CLOCK_THREAD_CPUTIME_ID);
 	}
 	for (int s = 0; s < seconds; s++)
 		printf("%d %lld %lld\n", s, (long long)(self_max[s] / 1000), (long long)(wall_max[s] / 1000));
