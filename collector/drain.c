@@ -51,6 +51,7 @@ static void mark_cpu(tb_drainer *d, int64_t wall)
 {
 	d->cpu_read_ns = thread_cpu_now();
 	d->cpu_read_wall_ns = wall;
+	d->cpu_reader = pthread_self();
 }
 
 int tb_drainer_init(tb_drainer *d, tb_collector *c, uint32_t id, int cpu)
@@ -678,12 +679,17 @@ static void note_gap(tb_drainer *d, int64_t now)
 	keep_most(&d->stalls.longest_gap_ns, now - d->last_pass_ns);
 	int64_t pause = now - d->pass_end_ns, self = pause;
 	if (pause >= TB_DRAIN_PAUSE_READ_NS) {
-		int64_t cpu = thread_cpu_now();
-		int64_t away = (now - d->cpu_read_wall_ns) - (cpu - d->cpu_read_ns);
-		int64_t not_ours = away > d->machine_ns ? away : d->machine_ns;
-		self = not_ours <= 0 ? pause : not_ours < pause ? pause - not_ours : 0;
-		d->cpu_read_ns = cpu;
-		d->cpu_read_wall_ns = now;
+		/* a CPU time read by another thread (passes handed over at
+		 * stop, or made by hand) says nothing of this one's: the pause
+		 * is then taken whole */
+		bool same = d->cpu_read_wall_ns && pthread_equal(d->cpu_reader, pthread_self());
+		int64_t was_cpu = d->cpu_read_ns, was_wall = d->cpu_read_wall_ns;
+		mark_cpu(d, now);
+		if (same) {
+			int64_t away = (now - was_wall) - (d->cpu_read_ns - was_cpu);
+			int64_t not_ours = away > d->machine_ns ? away : d->machine_ns;
+			self = not_ours <= 0 ? pause : not_ours < pause ? pause - not_ours : 0;
+		}
 	}
 	d->machine_ns = 0;
 	keep_most(&d->stalls.longest_self_pause_ns, self);
@@ -943,5 +949,8 @@ void *tb_drainer_main(void *arg)
 	d->series_wait = false; /* what is left is drained after the keeper stops */
 	d->own_loop = false; /* the run loop's passes follow, with its work between */
 	d->step_from_ns = 0;
+	/* and begin afresh: the time from here to the first of them is the
+	 * stop, not a gap or a pause of the drain's */
+	__atomic_store_n(&d->last_pass_ns, 0, __ATOMIC_RELAXED);
 	return NULL;
 }

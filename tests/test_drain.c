@@ -9,6 +9,7 @@
  * (collector_fixture.h), drained by hand.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -167,6 +168,35 @@ static void the_callers_work_between_passes_by_hand_is_a_self_caused_pause(void 
 	int64_t self = __atomic_load_n(&d->stalls.longest_self_pause_ns, __ATOMIC_RELAXED);
 	if (self < CALLER_NS / 2)
 		fail_msg("self-caused pause %lld ns after %lld ns of the caller's work", (long long)self,
+			 CALLER_NS);
+}
+
+/* A pass made by another thread than the one whose CPU time was read last
+ * (the run loop after the drain threads stopped, say): the other thread's
+ * CPU time says nothing of this one's time off CPU, so the pause is taken
+ * whole. Here the reader had run far longer than the thread that passes
+ * next, which read as time off CPU would have hidden the pause. */
+static void *pass_after_work(void *arg)
+{
+	struct fixture *f = arg;
+	spin_on_cpu(CALLER_NS);
+	tb_collector_pass_all(&f->c);
+	return NULL;
+}
+
+static void a_pass_by_another_thread_takes_the_pause_whole(void **state)
+{
+	struct fixture *f = *state;
+	tb_drainer *d = &f->c.drainers[0];
+	spin_on_cpu(10 * CALLER_NS); /* this thread's CPU time well ahead */
+	tb_collector_pass_all(&f->c);
+	__atomic_store_n(&d->stalls.longest_self_pause_ns, 0, __ATOMIC_RELAXED);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, pass_after_work, f), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	int64_t self = __atomic_load_n(&d->stalls.longest_self_pause_ns, __ATOMIC_RELAXED);
+	if (self < CALLER_NS / 2)
+		fail_msg("self-caused pause %lld ns after %lld ns of another thread's work", (long long)self,
 			 CALLER_NS);
 }
 
@@ -498,6 +528,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(the_callers_work_between_passes_by_hand_is_a_self_caused_pause,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(a_pass_by_another_thread_takes_the_pause_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_series_pool_past_the_tables_reach_is_refused,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
