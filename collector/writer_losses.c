@@ -36,12 +36,6 @@ static const char *file_word(int which)
 	return which == FILE_LOG ? "log" : "sidecar";
 }
 
-/* Add interval `at` of file `which`, lost for `err`, to a file's notes: to
- * the run of that file and reason it continues, unless the preamble being
- * written holds that run (it may be on disk already), or file `which` has
- * written an append whole since the run's last loss (`written`, its count
- * of those now; a preamble's notes do not count): a run holds consecutive
- * losses only, never one that spans an interval written. */
 /* Whether a loss of file `which` for `err`, with `written` appends of it
  * written whole, continues run n. */
 static bool continues(const struct note *n, int which, int err, uint64_t written)
@@ -49,6 +43,12 @@ static bool continues(const struct note *n, int which, int err, uint64_t written
 	return n->file == which && n->err == err && n->written_at == written;
 }
 
+/* Add interval `at` of file `which`, lost for `err`, to a file's notes: to
+ * the run of that file and reason it continues, unless the preamble being
+ * written holds that run (it may be on disk already), or file `which` has
+ * written an append whole since the run's last loss (`written`, its count
+ * of those now; a preamble's notes do not count): a run holds consecutive
+ * losses only, never one that spans an interval written. */
 static void add_note(struct wfile *f, int which, int64_t at, int err, uint64_t written)
 {
 	for (int k = f->nnotes - 1; k >= f->pre_notes; k--) {
