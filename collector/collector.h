@@ -254,8 +254,9 @@ struct tb_collector;
  * (each a maximum, or a running total, stored with relaxed atomics by the
  * thread and exchanged for 0 by the closer):
  * - the longest pass over its rings (wall clock);
- * - the longest time between the starts of two passes (wall clock): how
- *   long a ring may wait for its next visit, put beside its drops;
+ * - the longest time between the starts of two passes, or from the last
+ *   one to the thread's end (wall clock): how long a ring may wait for
+ *   its next visit, put beside its drops;
  * - the longest pause between two passes (the end of one to the start of
  *   the next: switching intervals, housekeeping, backing off) that the
  *   thread itself ran: its wall time less the time that was not the

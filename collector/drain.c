@@ -949,8 +949,13 @@ void *tb_drainer_main(void *arg)
 	d->series_wait = false; /* what is left is drained after the keeper stops */
 	d->own_loop = false; /* the run loop's passes follow, with its work between */
 	d->step_from_ns = 0;
-	/* and begin afresh: the time from here to the first of them is the
-	 * stop, not a gap or a pause of the drain's */
+	/* the gap from its last pass to its end is its own (a collector kept
+	 * off its CPU, then stopped, left its rings unread that long: the
+	 * last close puts it beside their drops); the run loop's passes then
+	 * begin afresh, the time to the first of them being the stop's */
+	int64_t last = __atomic_load_n(&d->last_pass_ns, __ATOMIC_RELAXED);
+	if (last)
+		keep_most(&d->stalls.longest_gap_ns, mono_now() - last);
 	__atomic_store_n(&d->last_pass_ns, 0, __ATOMIC_RELAXED);
 	return NULL;
 }

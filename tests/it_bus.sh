@@ -116,7 +116,7 @@ ring_full() {
 	side_drops=$(awk -F, '$2=="ring" { s += $5 } END { print s + 0 }' "$tmp/$bus"/log/*.health.csv)
 	[[ $logged -eq $wr ]] || { echo "  logged $logged, written $wr"; return 1; }
 	[[ $side_drops -eq $dr ]] || { echo "  sidecar drops $side_drops, producer drops $dr"; return 1; }
-	# and beside them, how long the rings went unread (the last column, us)
+	# and beside them, how long the rings went unread (longest_gap_us)
 	local gap
 	gap=$(awk -F, '$2 == "ring" && $12 > m { m = $12 } END { print m + 0 }' "$tmp/$bus"/log/*.health.csv)
 	head -2 "$tmp/$bus"/log/*.health.csv | grep -q ',high_water,longest_gap_us,folded,ahead,longest_pass_us,self_pause_us,drain_thread,series_waits$' || { echo "  sidecar header"; return 1; }

@@ -328,6 +328,28 @@ static void the_machines_time_is_not_a_self_caused_pause_housekeeping_is(void **
 		fail_msg("self-caused pause %lld ns with housekeeping %lld ns longer", (long long)self, BUSY_NS);
 }
 
+/* A gap that lasts until the drain thread ends (the collector kept off
+ * its CPU, then stopped) is the last drain row's, beside the drops it
+ * caused: housekeeping made 1 s longer, the stop asked 200 ms into it. */
+#define UNTIL_END_NS 1000000000LL
+static void a_gap_until_the_drain_thread_ends_is_reported(void **state)
+{
+	(void)state;
+	struct fixture *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	open_collector_with(f, 1, 0, TB_SERIES_RESERVE, 0, UNTIL_END_NS);
+	usleep(UNTIL_END_NS / 5 / 1000);
+	int64_t logged[METRICS];
+	stop_and_count(f, logged);
+	unsigned long long gap_us, sum;
+	assert_true(drain_column(f, 12, &gap_us, &sum) > 0); /* longest_gap_us */
+	if (gap_us < UNTIL_END_NS / 1000 * 9 / 10)
+		fail_msg("longest gap %llu us, the drain thread kept %lld us from its rings until it ended",
+			 gap_us, UNTIL_END_NS / 1000);
+	close_collector(f);
+	free(f);
+}
+
 /* The run loop's hold on the rings (a segment repair): once each drain
  * thread has been at the closed gate (tb_rings_gate_close waits for that,
  * up to its bound), no drain thread reads a ring, though the producers go
@@ -519,6 +541,7 @@ int main(void)
 		cmocka_unit_test(rings_moved_between_drain_threads_mid_flood_lose_nothing),
 		cmocka_unit_test(a_slow_closer_stalls_no_drain_and_is_reported),
 		cmocka_unit_test(the_machines_time_is_not_a_self_caused_pause_housekeeping_is),
+		cmocka_unit_test(a_gap_until_the_drain_thread_ends_is_reported),
 		cmocka_unit_test(no_drain_thread_reads_while_the_rings_gate_is_closed),
 		cmocka_unit_test(new_series_cost_the_drain_thread_no_page_fault),
 	};
