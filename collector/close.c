@@ -168,9 +168,6 @@ static int slot_rows(tb_collector *c, int bank, double start, const uint64_t *dr
 	return rc;
 }
 
-/* A row per drain thread: the events it took since the last close, its
- * longest pass, its longest gap between passes and the part of that gap
- * it ran itself (tb_drain_stalls). Returns the longest wall gap. */
 static int64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -183,6 +180,10 @@ static uint32_t us32(int64_t ns)
 	return ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(ns / 1000);
 }
 
+/* A row per drain thread: the events it took since the last close, its
+ * longest pass, its longest gap between passes, the longest pause between
+ * them it ran itself and its waits for series memory (tb_drain_stalls);
+ * *longest_gap: the longest wall gap. */
 static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 {
 	int rc = 0;

@@ -287,6 +287,9 @@ struct tb_collector;
  *   off CPU is taken over the window from the last read: a pause after
  *   busy passes holds those passes too, and time off CPU in them is taken
  *   off the pause as well (the figure can then read low).
+ * - its waits for series memory (a running total): the series a drain
+ *   thread waited for, each counted once, by the thread that counted it
+ *   first (tb_series_ask).
  * A pass itself is draining, not a pause: its length is the first figure. */
 #define TB_DRAIN_PAUSE_READ_NS 5000LL
 #define TB_DRAIN_MACHINE_STEP_NS 10000LL
@@ -335,7 +338,7 @@ typedef struct tb_drainer {
 	int64_t last_pass_ns;              /* the last pass's start */
 	int64_t pass_end_ns;               /* its end */
 	int64_t cpu_read_ns, cpu_read_wall_ns; /* the last read of the thread's CPU time, and when */
-	pthread_t cpu_reader;              /* the thread that read it (a pass's caller) */
+	uint64_t cpu_reader;               /* the thread that read it (a pass's caller; drain.c) */
 	int64_t step_from_ns;              /* the last clock read followed by constant work only, or 0 */
 	int64_t machine_ns;                /* the machine's steps between those reads since the last pass */
 	/* the passes are the drain thread's loop's: only there does constant

@@ -46,12 +46,23 @@ static int64_t thread_cpu_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A number for the calling thread, never another's, even one that has
+ * ended (a pthread_t is reused as soon as its thread is joined). */
+static uint64_t this_thread(void)
+{
+	static uint64_t threads;
+	static __thread uint64_t mine;
+	if (!mine)
+		mine = __atomic_add_fetch(&threads, 1, __ATOMIC_RELAXED);
+	return mine;
+}
+
 /* The thread's CPU time at `wall`, for the next pause's figure. */
 static void mark_cpu(tb_drainer *d, int64_t wall)
 {
 	d->cpu_read_ns = thread_cpu_now();
 	d->cpu_read_wall_ns = wall;
-	d->cpu_reader = pthread_self();
+	d->cpu_reader = this_thread();
 }
 
 int tb_drainer_init(tb_drainer *d, tb_collector *c, uint32_t id, int cpu)
@@ -682,7 +693,7 @@ static void note_gap(tb_drainer *d, int64_t now)
 		/* a CPU time read by another thread (passes handed over at
 		 * stop, or made by hand) says nothing of this one's: the pause
 		 * is then taken whole */
-		bool same = d->cpu_read_wall_ns && pthread_equal(d->cpu_reader, pthread_self());
+		bool same = d->cpu_read_wall_ns && d->cpu_reader == this_thread();
 		int64_t was_cpu = d->cpu_read_ns, was_wall = d->cpu_read_wall_ns;
 		mark_cpu(d, now);
 		if (same) {

@@ -175,25 +175,36 @@ static void the_callers_work_between_passes_by_hand_is_a_self_caused_pause(void 
  * (the run loop after the drain threads stopped, say): the other thread's
  * CPU time says nothing of this one's time off CPU, so the pause is taken
  * whole. Here the reader had run far longer than the thread that passes
- * next, which read as time off CPU would have hidden the pause. */
+ * next, which read as time off CPU would have hidden the pause; and the
+ * reader has ended, so the next thread may be given its pthread_t. */
+struct work_then_pass {
+	struct fixture *f;
+	int64_t work_ns;
+};
+
 static void *pass_after_work(void *arg)
 {
-	struct fixture *f = arg;
-	spin_on_cpu(CALLER_NS);
-	tb_collector_pass_all(&f->c);
+	struct work_then_pass *w = arg;
+	spin_on_cpu(w->work_ns);
+	tb_collector_pass_all(&w->f->c);
 	return NULL;
+}
+
+static void on_a_new_thread(struct fixture *f, int64_t work_ns)
+{
+	struct work_then_pass w = {f, work_ns};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, pass_after_work, &w), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
 }
 
 static void a_pass_by_another_thread_takes_the_pause_whole(void **state)
 {
 	struct fixture *f = *state;
 	tb_drainer *d = &f->c.drainers[0];
-	spin_on_cpu(10 * CALLER_NS); /* this thread's CPU time well ahead */
-	tb_collector_pass_all(&f->c);
+	on_a_new_thread(f, 10 * CALLER_NS); /* the reader: its CPU time well ahead */
 	__atomic_store_n(&d->stalls.longest_self_pause_ns, 0, __ATOMIC_RELAXED);
-	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, pass_after_work, f), 0);
-	assert_int_equal(pthread_join(t, NULL), 0);
+	on_a_new_thread(f, CALLER_NS);
 	int64_t self = __atomic_load_n(&d->stalls.longest_self_pause_ns, __ATOMIC_RELAXED);
 	if (self < CALLER_NS / 2)
 		fail_msg("self-caused pause %lld ns after %lld ns of another thread's work", (long long)self,
