@@ -884,13 +884,14 @@ void tb_drainer_expire_all(tb_drainer *d)
 	pthread_mutex_unlock(&c->join_lock);
 }
 
-/* The test hooks: run `ns` on the CPU between two of the thread's
+/* The test hooks: run `ns` of the thread's CPU time between two of its
  * measured clock reads (in the back-off's spin, as the host does when it
- * takes the CPU; or as housekeeping's own work). */
+ * takes the CPU; or as housekeeping's own work). CPU time, not wall time,
+ * so that being preempted meanwhile makes it no shorter. */
 static void test_busy(int64_t ns)
 {
-	int64_t until = mono_now() + ns;
-	while (mono_now() < until) {
+	int64_t until = thread_cpu_now() + ns;
+	while (thread_cpu_now() < until) {
 	}
 }
 
