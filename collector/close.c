@@ -115,6 +115,7 @@ static uint64_t take_drops_and_folds(tb_collector *c, int bank, uint64_t *drops)
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < c->seg.layout.slot_count; i++) {
 		tb_slot_follow *f = &c->slots[i];
+		tb_series_fault_ahead_for_lanes(c, i); /* not under the lock */
 		pthread_mutex_lock(&c->slot_lock);
 		tb_folds_take_slot(c, i, bank, false, c->closer.sum, c->closer.fold_grew,
 				   &c->closer.series_exhausted, false);

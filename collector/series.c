@@ -53,6 +53,7 @@ int tb_series_pool_init(tb_collector *c)
 		return -ENOMEM;
 	}
 	c->fast_discard = c->series_pool; /* zeroed: limit 0 */
+	c->series_faulted_ahead = UINT32_MAX;
 	c->series = calloc(c->cfg.max_series, sizeof(*c->series));
 	if (!c->series)
 		return -ENOMEM;
@@ -107,8 +108,10 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 	 * into it, by the caller before the lock or else here; counted */
 	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
 	if (n >= ready) {
-		if (n != faulted)
+		if (n != faulted) {
 			fault_in_series(c, n);
+			__atomic_add_fetch(&c->series_faulted_on_take, 1, __ATOMIC_RELAXED);
+		}
 		__atomic_add_fetch(&c->series_unready, 1, __ATOMIC_RELAXED);
 	} else if (ready - (n + 1) <= c->cfg.series_reserve / 2 &&
 		   __atomic_load_n(&c->series_wanted, __ATOMIC_RELAXED) <= ready) {
@@ -136,10 +139,14 @@ tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, 
 	if (TB_LIKELY(s != NULL))
 		return s;
 	/* the series this is likely to take, faulted in before the lock, which
-	 * a drain thread meeting a new pair waits for */
+	 * a drain thread meeting a new pair waits for (unless the closer did,
+	 * before the caller's lock) */
 	uint32_t next = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE), faulted = UINT32_MAX;
 	if (next < c->cfg.max_series && next >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE)) {
-		fault_in_series(c, next);
+		if (next != __atomic_load_n(&c->series_faulted_ahead, __ATOMIC_ACQUIRE)) {
+			fault_in_series(c, next);
+			__atomic_add_fetch(&c->series_faulted_on_take, 1, __ATOMIC_RELAXED);
+		}
 		faulted = next;
 	}
 	uint32_t ask;
@@ -148,6 +155,28 @@ tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, 
 	pthread_mutex_unlock(&c->series_lock);
 	tb_series_ask(c, ask, false);
 	return s;
+}
+
+void tb_series_fault_ahead_for_lanes(tb_collector *c, uint32_t i)
+{
+	uint32_t next = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
+	if (next >= c->cfg.max_series || next < __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE) ||
+	    next == __atomic_load_n(&c->series_faulted_ahead, __ATOMIC_ACQUIRE))
+		return; /* none left, ready already, or faulted in already */
+	const tb_slot_follow *f = &c->slots[i];
+	for (uint32_t k = 0; k < c->seg.layout.fold_lanes; k++) {
+		const tb_fold_lane *lane = tb_seg_fold_lane(&c->seg, i, k);
+		uint32_t metric_plus_one = __atomic_load_n(&lane->metric_plus_one, __ATOMIC_ACQUIRE);
+		if (metric_plus_one == 0 || metric_plus_one > c->seg.layout.metric_capacity ||
+		    __atomic_load_n(&f->t.series_of[metric_plus_one - 1], __ATOMIC_ACQUIRE))
+			continue;
+		/* a lane the lock's holder may take a series for: a guess, as
+		 * the lane may hold nothing new; a series faulted in for
+		 * nothing is the next one taken anyway */
+		fault_in_series(c, next);
+		__atomic_store_n(&c->series_faulted_ahead, next, __ATOMIC_RELEASE);
+		return;
+	}
 }
 
 bool tb_series_at_hand(tb_collector *c, uint32_t slot, uint16_t metric, tb_series_need *need)

@@ -225,6 +225,31 @@ static void a_release_lane_takes_only_a_series_faulted_in(void **state)
 	assert_int_equal(d->counts[cur][id2].folded, 3);
 }
 
+/* The closer takes a lane whose metric has no series on its ring yet,
+ * while the keeper has none faulted in ahead: the series is faulted in
+ * before the slot's lock, which a drain thread following a new producer
+ * waits for, not as it is taken under that lock. */
+static void the_closer_faults_a_lanes_series_in_before_the_slots_lock(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns, start = f->c.drainers[0].interval_start_ns;
+	uint16_t id2 = (uint16_t)tb_metric_id(f->m[2]);
+	__atomic_store_n(&f->c.series_ready, f->c.nseries, __ATOMIC_RELEASE); /* none spare */
+	uint32_t taken = f->c.nseries;
+	uint64_t on_take = f->c.series_faulted_on_take;
+	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
+	lane->metric_plus_one = id2 + 1u; /* no series of it on ring 0 yet */
+	lane->counts[tb_fold_index(300)] += 5;
+	lane->dirty = 1;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(f->c.nseries, taken + 1);
+	assert_int_equal(f->c.series_faulted_ahead, taken);
+	assert_int_equal(f->c.series_faulted_on_take, on_take);
+	int64_t totals[METRICS];
+	logged_totals(f, start, totals);
+	assert_int_equal(totals[2], 5);
+}
+
 /* A slot handed back FREE has what its owner folded taken first, and its
  * lanes free and empty for the next owner. */
 static void a_freed_slot_has_its_folds_taken_and_its_lanes_reset(void **state)
@@ -272,6 +297,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(impossible_lanes_are_counted_bad, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_release_lane_takes_only_a_series_faulted_in, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(the_closer_faults_a_lanes_series_in_before_the_slots_lock,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_freed_slot_has_its_folds_taken_and_its_lanes_reset,
 			setup, teardown),
