@@ -188,7 +188,7 @@ static uint32_t us32(int64_t ns)
 static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 {
 	int rc = 0;
-	int64_t worst_pass = 0, worst_self = 0, now = mono_ns();
+	int64_t worst_pass = 0, worst_self = 0, waits = 0, now = mono_ns();
 	*longest_gap = 0;
 	for (uint32_t k = 0; rc == 0 && k < c->ndrainers; k++) {
 		tb_drainer *d = &c->drainers[k];
@@ -220,6 +220,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 		x.self_pause_ns = s.longest_self_pause_ns;
 		x.drain = k;
 		x.series_waits = s.series_waits;
+		waits += s.series_waits;
 		rc = sidecar_row(&c->closer.sidecar, start, "drain", name, &mc, &x);
 		if (s.longest_pass_ns > worst_pass)
 			worst_pass = s.longest_pass_ns;
@@ -233,6 +234,7 @@ static int drain_rows(tb_collector *c, double start, int64_t *longest_gap)
 	__atomic_store_n(&h->drain_longest_pass_us, us32(worst_pass), __ATOMIC_RELAXED);
 	__atomic_store_n(&h->drain_self_pause_us, us32(worst_self), __ATOMIC_RELAXED);
 	__atomic_store_n(&h->closes_behind, (uint32_t)c->closer.behind, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->series_waits, waits > UINT32_MAX ? UINT32_MAX : (uint32_t)waits, __ATOMIC_RELAXED);
 	return rc;
 }
 

@@ -118,6 +118,7 @@ void tb_bus_counts_read(const tb_seg *s, int64_t now_mono_ns, tb_bus_counts *c)
 	c->drain_longest_pass_us = __atomic_load_n(&h->drain_longest_pass_us, __ATOMIC_RELAXED);
 	c->drain_self_pause_us = __atomic_load_n(&h->drain_self_pause_us, __ATOMIC_RELAXED);
 	c->closes_behind = __atomic_load_n(&h->closes_behind, __ATOMIC_RELAXED);
+	c->series_waits = __atomic_load_n(&h->series_waits, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < s->layout.slot_count; i++) {
 		const tb_slot *slot = tb_seg_slot(s, i);
 		uint32_t state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);

@@ -267,6 +267,7 @@ static void counts_of_a_mapped_segment(void **state)
 	h->drain_longest_pass_us = 30;
 	h->drain_self_pause_us = 40;
 	h->closes_behind = 5;
+	h->series_waits = 6;
 	claim(&f->seg, 0, TB_SLOT_LIVE, 1, 1, 1);
 	claim(&f->seg, 1, TB_SLOT_DETACHED, 1, 1, 1);
 	claim(&f->seg, 2, TB_SLOT_QUARANTINED, 1, 1, 1);
@@ -284,6 +285,7 @@ static void counts_of_a_mapped_segment(void **state)
 	assert_int_equal(c.drain_longest_pass_us, 30);
 	assert_int_equal(c.drain_self_pause_us, 40);
 	assert_int_equal(c.closes_behind, 5);
+	assert_int_equal(c.series_waits, 6);
 	/* live and detached rings count; a quarantined one does not */
 	assert_int_equal(c.rings_live, 1);
 	assert_int_equal(c.ring_dropped, 10 + 11);

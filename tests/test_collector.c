@@ -715,6 +715,13 @@ static void a_new_series_waits_in_its_ring_for_the_keeper(void **state)
 	assert_int_equal(f->c.join.used, 0);
 	assert_int_equal(events_of(f, 1), 1);
 	assert_int_equal(f->c.series_unready, 0);
+	/* the close says how many series were waited for: in the header, for
+	 * tailbus top; then 0 for an interval with none */
+	const tb_seg_header *h = (const tb_seg_header *)f->c.seg.base;
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(h->series_waits, 2);
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(h->series_waits, 0);
 }
 
 /* Slot `slot`, detached, asked to be released at three housekeepings:

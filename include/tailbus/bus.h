@@ -76,6 +76,7 @@ typedef struct tb_bus_counts {
 	uint32_t drain_longest_pass_us;
 	uint32_t drain_self_pause_us;
 	uint32_t closes_behind;
+	uint32_t series_waits;    /* over the last closed interval */
 	uint32_t rings_live;      /* slots LIVE */
 	uint64_t ring_dropped;    /* events the LIVE and DETACHED slots' producers dropped */
 	uint64_t ring_folded;     /* SPANs they folded */

@@ -76,7 +76,7 @@
 
 #define TB_SEG_MAGIC UINT64_C(0x3153554249415454) /* "TTAIBUS1" read little-endian */
 #define TB_ABI_MAJOR 4u                            /* layout changes: readers refuse */
-#define TB_ABI_MINOR 2u                            /* additions: readers tolerate */
+#define TB_ABI_MINOR 3u                            /* additions: readers tolerate */
 #define TB_CACHELINE 64
 #define TB_HEADER_SIZE 4096
 
@@ -330,6 +330,10 @@ typedef struct tb_seg_header {
 	alignas(TB_CACHELINE) int64_t pending_start_ns;
 	int64_t parked_logged;
 	int64_t parked_logged_next;
+	/* ABI 4.3: over the last closed interval, the series the drain
+	 * threads waited for (a new pair's events left in their ring until
+	 * the collector had faulted its histogram's memory in) */
+	uint32_t series_waits;
 } tb_seg_header;
 TB_STATIC_ASSERT(sizeof(tb_seg_header) <= TB_HEADER_SIZE, "header fits its page");
 

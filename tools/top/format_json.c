@@ -63,11 +63,11 @@ void top_print_json(FILE *out, const struct top_snap *sn)
 		fprintf(out, ",\"page_size\":%" PRIu64 ",\"hugepage_backed\":%s,\"collector_pid\":%d,"
 			     "\"collector_running\":%s,\"rings_live\":%u,\"ring_drops\":%" PRIu64
 			     ",\"ring_folded\":%" PRIu64 ",\"drain_threads\":%u,\"drain_longest_pass_us\":%u,"
-			     "\"drain_self_pause_us\":%u,\"closes_behind\":%u",
+			     "\"drain_self_pause_us\":%u,\"series_waits\":%u,\"closes_behind\":%u",
 			sn->page_size, sn->hugepage_backed ? "true" : "false", (int)sn->collector_pid,
 			sn->collector_fresh ? "true" : "false", sn->rings_live, sn->ring_drops,
 			sn->ring_folded, sn->drain_threads, sn->drain_pass_us, sn->drain_self_pause_us,
-			sn->closes_behind);
+			sn->series_waits, sn->closes_behind);
 	}
 	fprintf(out, ",\"window_s\":%.9g,\"interval_s\":%.3f,\"time\":%.3f,\"%s\":[",
 		(double)sn->window_ns / TOP_NS_PER_SEC, sn->interval_s, (double)sn->now_ns / TOP_NS_PER_SEC,

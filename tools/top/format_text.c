@@ -106,8 +106,9 @@ static void print_bus_header(FILE *out, const struct top_snap *sn)
 		sn->rings_live, sn->ring_drops, sn->ring_folded);
 	if (sn->drain_threads)
 		fprintf(out, "drain: %u thread(s), last interval's longest pass %u us, longest self-caused "
-			     "pause %u us; closes behind: %u\n",
-			sn->drain_threads, sn->drain_pass_us, sn->drain_self_pause_us, sn->closes_behind);
+			     "pause %u us, series waits %u; closes behind: %u\n",
+			sn->drain_threads, sn->drain_pass_us, sn->drain_self_pause_us, sn->series_waits,
+			sn->closes_behind);
 }
 
 static void print_header(FILE *out, const struct top_snap *sn)

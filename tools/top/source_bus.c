@@ -200,6 +200,7 @@ static void bus_header(struct top_bus *b, struct top_snap *sn)
 	sn->drain_pass_us = c.drain_longest_pass_us;
 	sn->drain_self_pause_us = c.drain_self_pause_us;
 	sn->closes_behind = c.closes_behind;
+	sn->series_waits = c.series_waits;
 	sn->rings_live = c.rings_live;
 	sn->ring_drops = c.ring_dropped;
 	sn->ring_folded = c.ring_folded;

@@ -93,7 +93,7 @@ struct top_snap {
 	uint64_t ring_drops;
 	uint64_t ring_folded; /* SPANs the live and detached rings' producers folded */
 	/* the collector's drain threads over its last close (tb_seg_header) */
-	uint32_t drain_threads, drain_pass_us, drain_self_pause_us, closes_behind;
+	uint32_t drain_threads, drain_pass_us, drain_self_pause_us, closes_behind, series_waits;
 	/* from a log */
 	size_t log_intervals, bad_lines;
 	const char *log_error;
