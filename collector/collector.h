@@ -400,7 +400,7 @@ typedef struct tb_collector {
 	uint32_t series_wanted; /* asked to be faulted in, in all */
 	uint32_t series_waited_for; /* the most series a waiting drain thread needed */
 	uint64_t series_unready;/* series taken before they were faulted in */
-	uint32_t series_faulted_ahead; /* not ready yet, but faulted in by the closer before a slot's lock (or UINT32_MAX) */
+	uint32_t series_faulted_to; /* every series below it taken, ready, or faulted in by the closer before a slot's lock */
 	uint64_t series_faulted_on_take; /* faulted in as they were taken, under the taker's locks */
 	uint64_t series_waits;  /* series a drain thread waited for (left an event in its ring): once each */
 	pthread_mutex_t keeper_lock; /* tb_series_prefault: one at a time */
@@ -533,10 +533,10 @@ void tb_series_pool_free(tb_collector *c);
 /* The series of (slot, metric), taken from the pool if it has none yet;
  * NULL once the pool is spent (counted in the caller's series_exhausted). */
 tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, uint64_t *exhausted);
-/* The closer, before taking slot i's fold lanes under slot_lock: if a lane
- * holds a metric the slot has no series of yet and the keeper has not
- * faulted in the series it would take, fault that one in now, so that no
- * drain thread waiting for slot_lock waits for the kernel too. */
+/* The closer, before taking slot i's fold lanes under slot_lock: for each
+ * lane that holds a metric the slot has no series of yet, one series past
+ * those taken, faulted in now where the keeper has not (series_faulted_to),
+ * so that no drain thread waiting for slot_lock waits for the kernel too. */
 void tb_series_fault_ahead_for_lanes(tb_collector *c, uint32_t i);
 /* Whether a drain thread may record events of (slot, metric) now: it has
  * its series, or takes one already faulted in, or none is left (counted

@@ -53,7 +53,6 @@ int tb_series_pool_init(tb_collector *c)
 		return -ENOMEM;
 	}
 	c->fast_discard = c->series_pool; /* zeroed: limit 0 */
-	c->series_faulted_ahead = UINT32_MAX;
 	c->series = calloc(c->cfg.max_series, sizeof(*c->series));
 	if (!c->series)
 		return -ENOMEM;
@@ -108,7 +107,7 @@ static tb_series *new_series(tb_collector *c, uint32_t slot, uint16_t metric, ui
 	 * into it, by the caller before the lock or else here; counted */
 	uint32_t ready = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
 	if (n >= ready) {
-		if (n != faulted) {
+		if (n != faulted && n >= __atomic_load_n(&c->series_faulted_to, __ATOMIC_ACQUIRE)) {
 			fault_in_series(c, n);
 			__atomic_add_fetch(&c->series_faulted_on_take, 1, __ATOMIC_RELAXED);
 		}
@@ -143,7 +142,7 @@ tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, 
 	 * before the caller's lock) */
 	uint32_t next = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE), faulted = UINT32_MAX;
 	if (next < c->cfg.max_series && next >= __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE)) {
-		if (next != __atomic_load_n(&c->series_faulted_ahead, __ATOMIC_ACQUIRE)) {
+		if (next >= __atomic_load_n(&c->series_faulted_to, __ATOMIC_ACQUIRE)) {
 			fault_in_series(c, next);
 			__atomic_add_fetch(&c->series_faulted_on_take, 1, __ATOMIC_RELAXED);
 		}
@@ -160,10 +159,16 @@ tb_series *tb_collector_series(tb_collector *c, uint32_t slot, uint16_t metric, 
 void tb_series_fault_ahead_for_lanes(tb_collector *c, uint32_t i)
 {
 	uint32_t next = __atomic_load_n(&c->nseries, __ATOMIC_ACQUIRE);
-	if (next >= c->cfg.max_series || next < __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE) ||
-	    next == __atomic_load_n(&c->series_faulted_ahead, __ATOMIC_ACQUIRE))
-		return; /* none left, ready already, or faulted in already */
+	uint32_t from = __atomic_load_n(&c->series_ready, __ATOMIC_ACQUIRE);
+	uint32_t to = __atomic_load_n(&c->series_faulted_to, __ATOMIC_ACQUIRE);
+	if (from < to)
+		from = to;
+	if (next >= c->cfg.max_series || from >= (uint64_t)next + c->seg.layout.fold_lanes)
+		return; /* none left, or as many as the lanes could take in already */
+	if (from < next)
+		from = next;
 	const tb_slot_follow *f = &c->slots[i];
+	uint32_t want = next;
 	for (uint32_t k = 0; k < c->seg.layout.fold_lanes; k++) {
 		const tb_fold_lane *lane = tb_seg_fold_lane(&c->seg, i, k);
 		uint32_t metric_plus_one = __atomic_load_n(&lane->metric_plus_one, __ATOMIC_ACQUIRE);
@@ -172,10 +177,15 @@ void tb_series_fault_ahead_for_lanes(tb_collector *c, uint32_t i)
 			continue;
 		/* a lane the lock's holder may take a series for: a guess, as
 		 * the lane may hold nothing new; a series faulted in for
-		 * nothing is the next one taken anyway */
-		fault_in_series(c, next);
-		__atomic_store_n(&c->series_faulted_ahead, next, __ATOMIC_RELEASE);
-		return;
+		 * nothing is one of the next taken anyway */
+		want++;
+	}
+	if (want > c->cfg.max_series)
+		want = c->cfg.max_series;
+	for (; from < want; from++) {
+		fault_in_series(c, from);
+		/* release: its pages are in before a taker skips them */
+		__atomic_store_n(&c->series_faulted_to, from + 1, __ATOMIC_RELEASE);
 	}
 }
 

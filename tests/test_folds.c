@@ -243,11 +243,39 @@ static void the_closer_faults_a_lanes_series_in_before_the_slots_lock(void **sta
 	lane->dirty = 1;
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
 	assert_int_equal(f->c.nseries, taken + 1);
-	assert_int_equal(f->c.series_faulted_ahead, taken);
+	assert_int_equal(f->c.series_faulted_to, taken + 1);
 	assert_int_equal(f->c.series_faulted_on_take, on_take);
 	int64_t totals[METRICS];
 	logged_totals(f, start, totals);
 	assert_int_equal(totals[2], 5);
+}
+
+/* Two lanes of two metrics new to the ring, taken by one close with no
+ * series ready: both series are faulted in before the slot's lock, not
+ * the second one as it is taken under it. */
+static void the_closer_faults_every_new_lanes_series_in_before_the_slots_lock(void **state)
+{
+	struct fixture *f = *state;
+	int64_t len = f->c.cfg.interval_ns, start = f->c.drainers[0].interval_start_ns;
+	__atomic_store_n(&f->c.series_ready, f->c.nseries, __ATOMIC_RELEASE); /* none spare */
+	uint32_t taken = f->c.nseries;
+	uint64_t on_take = f->c.series_faulted_on_take;
+	for (int k = 1; k <= 2; k++) {
+		uint16_t id = (uint16_t)tb_metric_id(f->m[k]);
+		assert_null(f->c.slots[0].t.series_of[id]); /* new to ring 0 */
+		tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, (uint32_t)k - 1);
+		lane->metric_plus_one = id + 1u;
+		lane->counts[tb_fold_index(300)] += (uint64_t)k;
+		lane->dirty = 1;
+	}
+	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
+	assert_int_equal(f->c.nseries, taken + 2);
+	assert_int_equal(f->c.series_faulted_to, taken + 2);
+	assert_int_equal(f->c.series_faulted_on_take, on_take);
+	int64_t totals[METRICS];
+	logged_totals(f, start, totals);
+	assert_int_equal(totals[1], 1);
+	assert_int_equal(totals[2], 2);
 }
 
 /* A slot handed back FREE has what its owner folded taken first, and its
@@ -299,6 +327,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(the_closer_faults_a_lanes_series_in_before_the_slots_lock,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			the_closer_faults_every_new_lanes_series_in_before_the_slots_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			a_freed_slot_has_its_folds_taken_and_its_lanes_reset,
 			setup, teardown),
