@@ -225,42 +225,18 @@ static void a_release_lane_takes_only_a_series_faulted_in(void **state)
 	assert_int_equal(d->counts[cur][id2].folded, 3);
 }
 
-/* The closer takes a lane whose metric has no series on its ring yet,
- * while the keeper has none faulted in ahead: the series is faulted in
- * before the slot's lock, which a drain thread following a new producer
- * waits for, not as it is taken under that lock. */
-static void the_closer_faults_a_lanes_series_in_before_the_slots_lock(void **state)
+/* The closer takes n lanes of metrics new to ring 0 (metrics 1..n, k
+ * folds of metric k) while the keeper has no series faulted in ahead:
+ * each series is faulted in before the slot's lock, which a drain thread
+ * following a new producer waits for, none as it is taken under that
+ * lock; and the folds are logged. */
+static void closer_takes_new_lanes(struct fixture *f, int n)
 {
-	struct fixture *f = *state;
-	int64_t len = f->c.cfg.interval_ns, start = f->c.drainers[0].interval_start_ns;
-	uint16_t id2 = (uint16_t)tb_metric_id(f->m[2]);
-	__atomic_store_n(&f->c.series_ready, f->c.nseries, __ATOMIC_RELEASE); /* none spare */
-	uint32_t taken = f->c.nseries;
-	uint64_t on_take = f->c.series_faulted_on_take;
-	tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, 0);
-	lane->metric_plus_one = id2 + 1u; /* no series of it on ring 0 yet */
-	lane->counts[tb_fold_index(300)] += 5;
-	lane->dirty = 1;
-	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
-	assert_int_equal(f->c.nseries, taken + 1);
-	assert_int_equal(f->c.series_faulted_to, taken + 1);
-	assert_int_equal(f->c.series_faulted_on_take, on_take);
-	int64_t totals[METRICS];
-	logged_totals(f, start, totals);
-	assert_int_equal(totals[2], 5);
-}
-
-/* Two lanes of two metrics new to the ring, taken by one close with no
- * series ready: both series are faulted in before the slot's lock, not
- * the second one as it is taken under it. */
-static void the_closer_faults_every_new_lanes_series_in_before_the_slots_lock(void **state)
-{
-	struct fixture *f = *state;
 	int64_t len = f->c.cfg.interval_ns, start = f->c.drainers[0].interval_start_ns;
 	__atomic_store_n(&f->c.series_ready, f->c.nseries, __ATOMIC_RELEASE); /* none spare */
 	uint32_t taken = f->c.nseries;
 	uint64_t on_take = f->c.series_faulted_on_take;
-	for (int k = 1; k <= 2; k++) {
+	for (int k = 1; k <= n; k++) {
 		uint16_t id = (uint16_t)tb_metric_id(f->m[k]);
 		assert_null(f->c.slots[0].t.series_of[id]); /* new to ring 0 */
 		tb_fold_lane *lane = tb_seg_fold_lane(&f->c.seg, 0, (uint32_t)k - 1);
@@ -269,13 +245,23 @@ static void the_closer_faults_every_new_lanes_series_in_before_the_slots_lock(vo
 		lane->dirty = 1;
 	}
 	assert_int_equal(tb_collector_close_interval(&f->c, len), 0);
-	assert_int_equal(f->c.nseries, taken + 2);
-	assert_int_equal(f->c.series_faulted_to, taken + 2);
+	assert_int_equal(f->c.nseries, taken + (uint32_t)n);
+	assert_int_equal(f->c.series_faulted_to, taken + (uint32_t)n);
 	assert_int_equal(f->c.series_faulted_on_take, on_take);
 	int64_t totals[METRICS];
 	logged_totals(f, start, totals);
-	assert_int_equal(totals[1], 1);
-	assert_int_equal(totals[2], 2);
+	for (int k = 1; k <= n; k++)
+		assert_int_equal(totals[k], k);
+}
+
+static void the_closer_faults_a_lanes_series_in_before_the_slots_lock(void **state)
+{
+	closer_takes_new_lanes(*state, 1);
+}
+
+static void the_closer_faults_every_new_lanes_series_in_before_the_slots_lock(void **state)
+{
+	closer_takes_new_lanes(*state, 2);
 }
 
 /* A slot handed back FREE has what its owner folded taken first, and its
