@@ -65,9 +65,7 @@ static void int_or_empty(char *out, size_t cap, int64_t v)
 
 static void us_or_empty(char *out, size_t cap, int64_t ns)
 {
-	out[0] = '\0';
-	if (ns >= 0)
-		snprintf(out, cap, "%" PRId64, ns / 1000);
+	int_or_empty(out, cap, ns >= 0 ? ns / 1000 : -1);
 }
 
 static int sidecar_row(tb_growbuf *b, double start, const char *scope, const char *name,

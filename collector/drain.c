@@ -767,8 +767,7 @@ uint64_t tb_drainer_pass(tb_drainer *d, bool whole_only)
 		return 0;
 	}
 	int64_t now = step_read(d);
-	note_gap(d, now);
-	d->step_from_ns = 0; /* the pass is work */
+	note_gap(d, now); /* no step of the pass is measured: its end sets step_from_ns */
 	__atomic_store_n(&d->last_pass_ns, now, __ATOMIC_RELAXED); /* the closer reads it */
 	if (TB_UNLIKELY(__atomic_load_n(&d->recheck, __ATOMIC_ACQUIRE)))
 		look_at_all(d);
